@@ -1,0 +1,925 @@
+package contract
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kbplatform/kbplatform/core/contract/worker"
+	"github.com/kbplatform/kbplatform/core/pyenv"
+)
+
+// Error is returned for failures of the harness itself (as opposed to verdicts about a kernel).
+var ErrHarness = errors.New("harness error")
+
+// VerdictError marks an evaluation that produced no verdict because the harness or the task failed.
+const VerdictError = "error"
+
+// Options configure an Evaluator.
+type Options struct {
+	Python   *pyenv.Python
+	WorkDir  string // scratch space for dumps and rendered tasks; a tmpfs is best
+	CacheDir string // extension builds, Triton cache, the extracted worker
+	Config   Config
+	Progress func(msg string)
+}
+
+// Evaluator runs the contract on this host. It keeps one clean reference process per task,
+// device and mode alive between evaluations (reused, never shared with candidate code).
+type Evaluator struct {
+	opt    Options
+	script string
+	mu     sync.Mutex
+	refs   map[string]*refServer
+}
+
+type refServer struct {
+	p    *proc
+	fp   Fingerprint
+	dir  string
+	mode string
+}
+
+// New prepares an Evaluator: extracts the worker and creates the scratch folders.
+func New(opt Options) (*Evaluator, error) {
+	if opt.Python == nil {
+		return nil, fmt.Errorf("%w: no python interpreter", ErrHarness)
+	}
+	if err := opt.Config.Validate(); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{opt.WorkDir, opt.CacheDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrHarness, err)
+		}
+	}
+	script, err := worker.Extract(filepath.Join(opt.CacheDir, "worker"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: extract worker: %v", ErrHarness, err)
+	}
+	if opt.Progress == nil {
+		opt.Progress = func(string) {}
+	}
+	return &Evaluator{opt: opt, script: script, refs: map[string]*refServer{}}, nil
+}
+
+// Close ends every reference process.
+func (e *Evaluator) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, r := range e.refs {
+		r.p.close()
+		os.RemoveAll(r.dir)
+		delete(e.refs, k)
+	}
+}
+
+// Config returns the contract configuration in use.
+func (e *Evaluator) Config() Config { return e.opt.Config }
+
+func (e *Evaluator) progress(format string, args ...any) { e.opt.Progress(fmt.Sprintf(format, args...)) }
+
+// deviceEnv maps a device name to the worker's view of it. A GPU evaluation sees only its GPU.
+func deviceEnv(device string) (workerDevice string, env []string, err error) {
+	switch {
+	case device == "cpu":
+		return "cpu", nil, nil
+	case strings.HasPrefix(device, "cuda"):
+		idx := "0"
+		if i := strings.IndexByte(device, ':'); i >= 0 {
+			idx = device[i+1:]
+		}
+		if _, err := strconv.Atoi(idx); err != nil {
+			return "", nil, fmt.Errorf("%w: bad device %q", ErrHarness, device)
+		}
+		return "cuda:0", []string{"CUDA_VISIBLE_DEVICES=" + idx}, nil
+	}
+	return "", nil, fmt.Errorf("%w: unknown device %q (want cpu or cuda:N)", ErrHarness, device)
+}
+
+func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, error) {
+	wdev, env, err := deviceEnv(device)
+	if err != nil {
+		return nil, nil, err
+	}
+	env = append(env,
+		"TRITON_CACHE_DIR="+filepath.Join(e.opt.CacheDir, "triton"),
+		"TORCH_EXTENSIONS_DIR="+filepath.Join(e.opt.CacheDir, "torch_extensions"),
+	)
+	if wdev == "cpu" && e.opt.Config.CPUThreads > 0 {
+		env = append(env, "OMP_NUM_THREADS="+strconv.Itoa(e.opt.Config.CPUThreads))
+	}
+	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Env: env, LogCap: e.opt.Config.LogLimit})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrHarness, err)
+	}
+	settings := map[string]any{
+		"device":      wdev,
+		"poison":      e.opt.Config.Poison,
+		"flush_cache": e.opt.Config.FlushCache,
+		"ext_cache":   filepath.Join(e.opt.CacheDir, "ext"),
+	}
+	if wdev == "cpu" {
+		settings["cpu_threads"] = e.opt.Config.CPUThreads
+	}
+	if c := e.opt.Python.Capability; c != "" {
+		settings["cuda_arch"] = c
+	}
+	return p, settings, nil
+}
+
+func (e *Evaluator) hello(ctx context.Context, p *proc, settings map[string]any) (Fingerprint, error) {
+	resp, _, err := p.call(ctx, e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "hello", "settings": settings}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var fp Fingerprint
+	if err := json.Unmarshal(resp["fingerprint"], &fp); err != nil {
+		return nil, &procError{Class: ClassHarness, Message: "hello without fingerprint"}
+	}
+	return fp, nil
+}
+
+// writeTask puts the rendered task source where workers can read it.
+func (e *Evaluator) writeTask(t Task) (string, error) {
+	dir := filepath.Join(e.opt.WorkDir, "tasks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, t.Hash[:16]+".py")
+	if b, err := os.ReadFile(path); err == nil && string(b) == t.Source {
+		return path, nil
+	}
+	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, []byte(t.Source), 0o600); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
+}
+
+func refKey(t Task, device, mode string) string { return t.Hash + "|" + device + "|" + mode }
+
+// reference returns the clean reference process for a task, starting it if needed.
+func (e *Evaluator) reference(ctx context.Context, t Task, device, mode string) (*refServer, error) {
+	key := refKey(t, device, mode)
+	e.mu.Lock()
+	r := e.refs[key]
+	e.mu.Unlock()
+	if r != nil && !r.p.exited() {
+		return r, nil
+	}
+	dir, err := os.MkdirTemp(e.opt.WorkDir, "ref-")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrHarness, err)
+	}
+	p, settings, err := e.spawn("reference", device, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	fp, err := e.hello(ctx, p, settings)
+	if err != nil {
+		log := p.log.String()
+		p.close()
+		os.RemoveAll(dir)
+		return nil, &refFailure{err: err, log: log}
+	}
+	r = &refServer{p: p, fp: fp, dir: dir, mode: mode}
+	e.mu.Lock()
+	if old := e.refs[key]; old != nil {
+		old.p.close()
+		os.RemoveAll(old.dir)
+	}
+	e.refs[key] = r
+	e.mu.Unlock()
+	return r, nil
+}
+
+// refFailure wraps an error of the reference process: the task, not the kernel, is at fault.
+type refFailure struct {
+	err error
+	log string
+}
+
+func (r *refFailure) Error() string { return "reference: " + r.err.Error() }
+func (r *refFailure) Unwrap() error { return r.err }
+
+// seedSource draws the seeds of one evaluation. Fresh seeds per evaluation mean a candidate
+// cannot be tuned to known inputs; Config.Seed fixes them for reproduction.
+func (e *Evaluator) seedSource() (*mrand.Rand, int64) {
+	s := e.opt.Config.Seed
+	if s == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		s = int64(binary.LittleEndian.Uint64(b[:]) >> 2)
+		if s == 0 {
+			s = 1
+		}
+	}
+	return mrand.New(mrand.NewPCG(uint64(s), 0x6b6270)), s
+}
+
+// Compile imports the candidate in its own process on the CPU side, filling the build cache.
+func (e *Evaluator) Compile(ctx context.Context, t Task, k Kernel, device string) *CompileResult {
+	start := time.Now()
+	res := &CompileResult{}
+	fail := func(class, msg, tb, log string) *CompileResult {
+		res.OK, res.ErrorClass, res.Message, res.Traceback, res.Log = false, class, msg, tb, log
+		res.Duration = time.Since(start)
+		return res
+	}
+	dir, err := os.MkdirTemp(e.opt.WorkDir, "compile-")
+	if err != nil {
+		return fail(ClassHarness, err.Error(), "", "")
+	}
+	defer os.RemoveAll(dir)
+	taskPath, err := e.writeTask(t)
+	if err != nil {
+		return fail(ClassHarness, err.Error(), "", "")
+	}
+	kpath := filepath.Join(dir, "candidate.py")
+	if err := os.WriteFile(kpath, []byte(k.Source), 0o600); err != nil {
+		return fail(ClassHarness, err.Error(), "", "")
+	}
+	p, settings, err := e.spawn("candidate", device, dir)
+	if err != nil {
+		return fail(ClassHarness, err.Error(), "", "")
+	}
+	defer p.close()
+	if _, err := e.hello(ctx, p, settings); err != nil {
+		return fail(classOf(err), err.Error(), "", p.log.String())
+	}
+	resp, _, err := p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "build": false}, nil)
+	if err != nil {
+		cls, msg, tb := describeErr(err)
+		return fail(cls, msg, tb, p.log.String())
+	}
+	_ = json.Unmarshal(resp["ext_builds"], &res.Builds)
+	_ = json.Unmarshal(resp["ext_hits"], &res.CacheHits)
+	if tampered := stringList(resp["tampered"]); len(tampered) > 0 {
+		return fail(ClassTampering, "harness functions were replaced at import: "+strings.Join(tampered, ", "), "", p.log.String())
+	}
+	res.OK = true
+	res.Log = p.log.String()
+	res.Duration = time.Since(start)
+	return res
+}
+
+func classOf(err error) string {
+	var pe *procError
+	var we *workerError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Class
+	case errors.As(err, &we):
+		return we.Class
+	case errors.Is(err, context.DeadlineExceeded):
+		return ClassTimeout
+	}
+	return ClassHarness
+}
+
+func describeErr(err error) (class, msg, tb string) {
+	var we *workerError
+	if errors.As(err, &we) {
+		return we.Class, we.Message, we.Traceback
+	}
+	var pe *procError
+	if errors.As(err, &pe) {
+		return pe.Class, pe.Message, ""
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ClassTimeout, "the evaluation ran past its time limit; the process group was killed", ""
+	}
+	return classOf(err), err.Error(), ""
+}
+
+func stringList(raw json.RawMessage) []string {
+	var s []string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+func intList(raw json.RawMessage) []int {
+	var s []int
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// evalRun carries the state of one evaluation.
+type evalRun struct {
+	e       *Evaluator
+	ctx     context.Context
+	res     *Result
+	task    Task
+	ref     *refServer
+	cand    *proc
+	dumpDir string
+	rng     *mrand.Rand
+}
+
+// Evaluate runs the full contract for one kernel on one task and device. It never returns nil;
+// failures of the harness itself give Verdict "error".
+func (e *Evaluator) Evaluate(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult) *Result {
+	cfg := e.opt.Config
+	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC()}
+	defer func() { res.FinishedAt = time.Now().UTC() }()
+	timeout := cfg.Timeout
+	if t.Timeout > 0 {
+		timeout = t.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	if compiled == nil {
+		e.progress("compiling %s", k.Name)
+		compiled = e.Compile(ctx, t, k, device)
+	}
+	res.Compile = compiled
+	if !compiled.OK {
+		res.Verdict, res.ErrorClass, res.Phase = Fail, compiled.ErrorClass, "compile"
+		res.Message, res.Traceback, res.Log = compiled.Message, compiled.Traceback, compiled.Log
+		if compiled.ErrorClass == ClassHarness {
+			res.Verdict = VerdictError
+		}
+		res.Fingerprint = e.fingerprint(device, nil)
+		return res
+	}
+
+	e.progress("starting reference for %s on %s", t.ID, device)
+	ref, err := e.reference(ctx, t, device, "eager")
+	if err != nil {
+		res.Verdict, res.ErrorClass, res.Phase = VerdictError, ClassReference, "reference"
+		_, res.Message, res.Traceback = describeErr(err)
+		var rf *refFailure
+		if errors.As(err, &rf) {
+			res.Log = rf.log
+		}
+		res.Fingerprint = e.fingerprint(device, nil)
+		return res
+	}
+	res.Fingerprint = e.fingerprint(device, ref.fp)
+
+	dir, err := os.MkdirTemp(e.opt.WorkDir, "eval-")
+	if err != nil {
+		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
+		return res
+	}
+	defer os.RemoveAll(dir)
+	dumpDir := filepath.Join(dir, "out")
+	if err := os.Mkdir(dumpDir, 0o700); err != nil {
+		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
+		return res
+	}
+	rng, seed := e.seedSource()
+	res.Config.Seed = seed
+	run := &evalRun{e: e, ctx: ctx, res: res, task: t, ref: ref, dumpDir: dumpDir, rng: rng}
+	run.execute(k, device, dir)
+	return res
+}
+
+// candFail records a failure caused by the candidate process.
+func (r *evalRun) candFail(phase string, err error) {
+	cls, msg, tb := describeErr(err)
+	if r.ctx.Err() != nil {
+		cls, msg = ClassTimeout, fmt.Sprintf("the evaluation ran past its time limit during %s; the process group was killed", phase)
+	}
+	r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message, r.res.Traceback = Fail, cls, phase, msg, tb
+	if cls == ClassHarness {
+		r.res.Verdict = VerdictError
+	}
+}
+
+// refFail records a failure of the reference process: no verdict about the kernel.
+func (r *evalRun) refFail(phase string, err error) {
+	_, msg, tb := describeErr(err)
+	r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message, r.res.Traceback = VerdictError, ClassReference, phase, msg, tb
+	r.res.Log = r.ref.p.log.String()
+	r.ref.p.kill()
+}
+
+func (r *evalRun) tamper(found []string) bool {
+	for _, f := range found {
+		if !contains(r.res.Tampered, f) {
+			r.res.Tampered = append(r.res.Tampered, f)
+		}
+	}
+	return len(r.res.Tampered) > 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *evalRun) execute(k Kernel, device, dir string) {
+	e, cfg := r.e, r.e.opt.Config
+	taskPath, err := e.writeTask(r.task)
+	if err != nil {
+		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
+		return
+	}
+	kpath := filepath.Join(dir, "candidate.py")
+	if err := os.WriteFile(kpath, []byte(k.Source), 0o600); err != nil {
+		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
+		return
+	}
+	cand, settings, err := e.spawn("candidate", device, dir)
+	if err != nil {
+		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
+		return
+	}
+	r.cand = cand
+	defer func() {
+		cand.close()
+		r.res.Log = cand.log.String()
+	}()
+	if _, err := e.hello(r.ctx, cand, settings); err != nil {
+		r.candFail("start", err)
+		return
+	}
+	initSeed := int(r.rng.Int64N(1 << 30))
+	// The reference must hold weights built from the same seed.
+	if _, _, err := r.ref.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": initSeed, "mode": r.ref.mode}, nil); err != nil {
+		r.refFail("reference", err)
+		return
+	}
+	e.progress("loading %s", k.Name)
+	resp, _, err := cand.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed}, nil)
+	if err != nil {
+		r.candFail("load", err)
+		r.tamper(stringList(resp["tampered"]))
+		r.finish()
+		return
+	}
+	r.tamper(stringList(resp["tampered"]))
+
+	if !r.correctness() {
+		r.finish()
+		return
+	}
+	r.timing()
+	r.finish()
+}
+
+// correctness runs seeds × distributions trials; it returns false when timing is pointless.
+func (r *evalRun) correctness() bool {
+	e, cfg := r.e, r.e.opt.Config
+	dists := r.task.Distributions
+	if len(dists) == 0 {
+		dists = []string{"default", "scaled"}
+	}
+	n := 0
+	total := len(dists) * cfg.Seeds
+	for _, dist := range dists {
+		for s := 0; s < cfg.Seeds; s++ {
+			n++
+			e.progress("correctness trial %d/%d (%s)", n, total, dist)
+			seed := int(r.rng.Int64N(1 << 30))
+			repeat := 1
+			if s == 0 {
+				repeat = 2 // the same input twice: a nondeterminism check once per distribution
+			}
+			base := filepath.Join(r.dumpDir, fmt.Sprintf("t%d", n))
+			dumps := []string{base + "r0", base + "r1"}
+			cmd := map[string]any{"op": "trial", "seed": seed, "dist": dist, "repeat": repeat, "dumps": dumps[:repeat]}
+			if s == 0 {
+				cmd["inputs_dump"] = base + "in"
+			}
+			resp, _, err := r.cand.call(r.ctx, cfg.CallTimeout, cmd, nil)
+			if err != nil {
+				r.tamper(stringList(resp["tampered"]))
+				r.candFail("correctness", err)
+				return false
+			}
+			if r.tamper(stringList(resp["tampered"])) {
+				return false
+			}
+			tr := Trial{Seed: seed, Dist: dist, OK: true, Repeated: repeat > 1}
+			if mut := intList(resp["mutated"]); len(mut) > 0 {
+				tr.InputChanged = mut
+			}
+			var outputs []json.RawMessage
+			_ = json.Unmarshal(resp["outputs"], &outputs)
+			if len(outputs) != repeat {
+				r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "correctness"
+				r.res.Message = "the trial reply does not carry the outputs the harness wrote"
+				return false
+			}
+			ccmd := map[string]any{"op": "compare", "seed": seed, "dist": dist, "output": outputs[0], "strides": r.task.Strides}
+			if r.task.Tolerance != nil {
+				ccmd["tolerance"] = r.task.Tolerance
+			}
+			if repeat > 1 {
+				ccmd["repeat"] = outputs[1]
+			}
+			if raw, ok := resp["inputs"]; ok {
+				ccmd["inputs"] = raw
+			}
+			for _, m := range append(outputs, resp["inputs"]) {
+				if m != nil && !r.manifestInside(m) {
+					r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "correctness"
+					r.res.Message = "an output manifest points outside the evaluation's dump folder"
+					return false
+				}
+			}
+			cres, _, err := r.ref.p.call(r.ctx, cfg.CallTimeout, ccmd, nil)
+			r.clearDumps()
+			if err != nil {
+				var we *workerError
+				if errors.As(err, &we) && we.Class == ClassHarness && strings.Contains(we.Message, "TensorFileError") {
+					// The candidate's dump was unreadable: not a reference failure.
+					r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message = Fail, ClassTampering, "correctness", "the candidate's output files are not what the harness wrote: "+we.Message
+					return false
+				}
+				r.refFail("compare", err)
+				return false
+			}
+			r.applyCompare(&tr, cres, "correctness", 0)
+			r.res.Trials = append(r.res.Trials, tr)
+		}
+	}
+	if r.res.ErrorClass != "" {
+		return false
+	}
+	for _, tr := range r.res.Trials {
+		if !tr.OK || len(tr.InputChanged) > 0 || (tr.Consistent != nil && !*tr.Consistent) {
+			return false // incorrect kernels are not timed
+		}
+	}
+	return true
+}
+
+type compareReply struct {
+	Result struct {
+		OK      bool             `json:"ok"`
+		Kind    string           `json:"kind"`
+		Message string           `json:"message"`
+		Leaves  []map[string]any `json:"leaves"`
+	} `json:"result"`
+	RepeatResult *struct {
+		OK      bool   `json:"ok"`
+		Message string `json:"message"`
+	} `json:"repeat_result"`
+	RepeatConsistent *bool  `json:"repeat_consistent"`
+	RepeatMessage    string `json:"repeat_message"`
+	InputsChanged    []int  `json:"inputs_changed"`
+}
+
+func decodeCompare(raw map[string]json.RawMessage) compareReply {
+	var c compareReply
+	b, _ := json.Marshal(raw)
+	_ = json.Unmarshal(b, &c)
+	return c
+}
+
+// applyCompare folds a comparison reply into the trial and the result's first failure.
+func (r *evalRun) applyCompare(tr *Trial, raw map[string]json.RawMessage, phase string, call int) {
+	c := decodeCompare(raw)
+	if len(c.InputsChanged) > 0 {
+		for _, i := range c.InputsChanged {
+			if !containsInt(tr.InputChanged, i) {
+				tr.InputChanged = append(tr.InputChanged, i)
+			}
+		}
+	}
+	if c.RepeatConsistent != nil {
+		tr.Consistent = c.RepeatConsistent
+	}
+	if !c.Result.OK {
+		tr.OK, tr.Kind, tr.Message = false, c.Result.Kind, c.Result.Message
+	} else if c.RepeatResult != nil && !c.RepeatResult.OK {
+		tr.OK, tr.Kind, tr.Message = false, "values", "second call on the same input: "+c.RepeatResult.Message
+	}
+	if !tr.OK && r.res.Mismatch == nil {
+		m := &Mismatch{Phase: phase, Seed: tr.Seed, Dist: tr.Dist, Call: call, Kind: tr.Kind, Message: tr.Message}
+		for _, leaf := range c.Result.Leaves {
+			if ok, _ := leaf["ok"].(bool); !ok {
+				m.Detail = leaf
+				break
+			}
+		}
+		r.res.Mismatch = m
+	}
+	if tr.Consistent != nil && !*tr.Consistent && r.res.Warnings == nil {
+		r.res.Warnings = append(r.res.Warnings, "two calls on identical inputs gave different results: "+c.RepeatMessage)
+	}
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// manifestInside checks that every tensor path of a manifest lies in the dump folder.
+func (r *evalRun) manifestInside(raw json.RawMessage) bool {
+	var m struct {
+		Leaves []struct {
+			Tensor *string `json:"tensor"`
+		} `json:"leaves"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return false
+	}
+	prefix := filepath.Clean(r.dumpDir) + string(filepath.Separator)
+	for _, l := range m.Leaves {
+		if l.Tensor != nil && !strings.HasPrefix(filepath.Clean(*l.Tensor), prefix) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *evalRun) clearDumps() {
+	entries, _ := os.ReadDir(r.dumpDir)
+	for _, en := range entries {
+		os.Remove(filepath.Join(r.dumpDir, en.Name()))
+	}
+}
+
+// series times n calls (or empty calls) and returns device and driver-wall samples in ms.
+func (r *evalRun) series(p *proc, n int, seeds []int, noop bool, after func(i int) bool) (dev, wall []float64, mutated []int, err error) {
+	cfg := r.e.opt.Config
+	for i := 0; i < n; i++ {
+		var armed time.Time
+		cmd := map[string]any{"op": "timed", "seed": 0, "dist": "default", "noop": noop}
+		if seeds != nil {
+			cmd["seed"] = seeds[i]
+		}
+		resp, at, err := p.call(r.ctx, cfg.CallTimeout, cmd, func(ev string, t time.Time) {
+			if ev == "armed" {
+				armed = t
+			}
+		})
+		if err != nil {
+			return dev, wall, mutated, err
+		}
+		if armed.IsZero() {
+			return dev, wall, mutated, &procError{Class: ClassTampering, Message: "timed call answered without arming the driver's clock"}
+		}
+		var d float64
+		if jerr := json.Unmarshal(resp["device_ms"], &d); jerr != nil || math.IsNaN(d) || d < 0 {
+			return dev, wall, mutated, &procError{Class: ClassTampering, Message: "timed call reported an invalid device time"}
+		}
+		dev = append(dev, d)
+		wall = append(wall, float64(at.Sub(armed).Nanoseconds())/1e6)
+		for _, m := range intList(resp["mutated"]) {
+			if !containsInt(mutated, m) {
+				mutated = append(mutated, m)
+			}
+		}
+		if after != nil && !after(i) {
+			return dev, wall, mutated, nil
+		}
+	}
+	return dev, wall, mutated, nil
+}
+
+// timing times the reference and the candidate the same way, re-checks a few timed outputs the
+// candidate cannot predict, and bounds the reported device times by the driver's wall clock.
+func (r *evalRun) timing() {
+	e, cfg := r.e, r.e.opt.Config
+	n := cfg.TimedCalls
+	seeds := make([]int, cfg.Warmup+n)
+	for i := range seeds {
+		seeds[i] = int(r.rng.Int64N(1 << 30))
+	}
+	check := map[int]bool{}
+	for _, i := range r.rng.Perm(n)[:cfg.CheckCalls] {
+		check[i] = true
+	}
+	tm := &Timing{Warmup: cfg.Warmup}
+
+	e.progress("timing reference (%d calls)", n)
+	_, refNoop, _, err := r.series(r.ref.p, cfg.NoopCalls, nil, true, nil)
+	if err == nil {
+		_, _, _, err = r.series(r.ref.p, cfg.Warmup, seeds[:cfg.Warmup], false, nil)
+	}
+	var refDev, refWall []float64
+	if err == nil {
+		refDev, refWall, _, err = r.series(r.ref.p, n, seeds[cfg.Warmup:], false, nil)
+	}
+	if err != nil {
+		r.refFail("reference timing", err)
+		return
+	}
+
+	e.progress("timing candidate (%d calls)", n)
+	_, candNoop, _, err := r.series(r.cand, cfg.NoopCalls, nil, true, nil)
+	if err != nil {
+		r.candFail("timing", err)
+		return
+	}
+	if _, _, mut, err := r.series(r.cand, cfg.Warmup, seeds[:cfg.Warmup], false, nil); err != nil {
+		r.candFail("warmup", err)
+		return
+	} else if len(mut) > 0 {
+		r.noteMutation(mut, "warmup")
+	}
+	var checkErr error
+	after := func(i int) bool {
+		if !check[i] {
+			return true
+		}
+		tm.Checked++
+		ok, err := r.recheck(i, seeds[cfg.Warmup+i])
+		if err != nil {
+			checkErr = err
+			return false
+		}
+		return ok
+	}
+	candDev, candWall, mut, err := r.series(r.cand, n, seeds[cfg.Warmup:], false, after)
+	if err != nil {
+		r.candFail("timing", err)
+		return
+	}
+	if len(mut) > 0 {
+		r.noteMutation(mut, "timing")
+	}
+	if checkErr != nil {
+		return // recheck already recorded the failure
+	}
+	if r.res.ErrorClass != "" {
+		return
+	}
+	resp, _, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "guard"}, nil)
+	if err != nil {
+		r.candFail("timing", err)
+		return
+	}
+	if r.tamper(stringList(resp["tampered"])) {
+		return
+	}
+
+	tm.Candidate, tm.Reference = Summarize(candDev), Summarize(refDev)
+	tm.CandidateWall, tm.ReferenceWall = Summarize(candWall), Summarize(refWall)
+	tm.Overhead = Summarize(candNoop)
+	if cfg.KeepSamples {
+		tm.Samples, tm.RefSamples = candDev, refDev
+	}
+	if tm.Candidate.Median > 0 {
+		tm.Speedup = tm.Reference.Median / tm.Candidate.Median
+	}
+	r.res.Timing = tm
+	if msg, forged := wallCheck(tm.Candidate, tm.CandidateWall, Summarize(candNoop)); forged {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message = Fail, ClassTampering, "timing", msg
+	} else if msg != "" {
+		r.res.Warnings = append(r.res.Warnings, "candidate: "+msg)
+	}
+	if msg, _ := wallCheck(tm.Reference, tm.ReferenceWall, Summarize(refNoop)); msg != "" {
+		r.res.Warnings = append(r.res.Warnings, "reference: "+msg)
+	}
+	if tm.Candidate.CV > 0.1 {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("candidate timing is noisy (CV %.1f%%)", 100*tm.Candidate.CV))
+	}
+	if tm.Reference.CV > 0.1 {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("reference timing is noisy (CV %.1f%%)", 100*tm.Reference.CV))
+	}
+}
+
+func (r *evalRun) noteMutation(idx []int, phase string) {
+	if r.res.ErrorClass != "" {
+		return
+	}
+	sort.Ints(idx)
+	r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassInputMutated, phase
+	r.res.Message = fmt.Sprintf("the candidate changed its input(s) %v during %s calls", idx, phase)
+}
+
+// recheck dumps the output of timed call i and compares it with the reference for its seed.
+func (r *evalRun) recheck(i, seed int) (bool, error) {
+	cfg := r.e.opt.Config
+	base := filepath.Join(r.dumpDir, fmt.Sprintf("timed%d", i))
+	resp, _, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "dump_last", "dump": base}, nil)
+	if err != nil {
+		r.candFail("timing", err)
+		return false, err
+	}
+	if r.tamper(stringList(resp["tampered"])) {
+		return false, errors.New("tampering")
+	}
+	var late bool
+	_ = json.Unmarshal(resp["late_writes"], &late)
+	if late {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "timing"
+		r.res.Message = fmt.Sprintf("the output of timed call %d kept changing after the call returned: work was left running in the background, outside the timed region", i)
+		return false, errors.New("tampering")
+	}
+	out := resp["output"]
+	if !r.manifestInside(out) {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "timing"
+		r.res.Message = "an output manifest points outside the evaluation's dump folder"
+		return false, errors.New("tampering")
+	}
+	ccmd := map[string]any{"op": "compare", "seed": seed, "dist": "default", "output": out, "strides": r.task.Strides}
+	if r.task.Tolerance != nil {
+		ccmd["tolerance"] = r.task.Tolerance
+	}
+	cres, _, err := r.ref.p.call(r.ctx, cfg.CallTimeout, ccmd, nil)
+	r.clearDumps()
+	if err != nil {
+		r.refFail("timing re-check", err)
+		return false, err
+	}
+	tr := Trial{Seed: seed, Dist: "default", OK: true}
+	r.applyCompare(&tr, cres, "timing", i)
+	if !tr.OK {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassMismatch, "timing"
+		r.res.Message = fmt.Sprintf("timed call %d returned a wrong result (correctness trials had passed): %s", i, tr.Message)
+		return false, errors.New("mismatch")
+	}
+	return true, nil
+}
+
+// wallCheck compares reported device time with the driver's own clock. The driver's wall time of
+// a timed call, minus that of an empty timed call, is what the call itself took; a device time far
+// below it means the reported time was forged (a patched timer, work left on another stream).
+func wallCheck(dev, wall, noop Stats) (msg string, forged bool) {
+	excess := wall.Median - noop.Median
+	if excess <= 0 {
+		return "", false
+	}
+	switch {
+	case dev.Median < 0.5*excess-0.05:
+		return fmt.Sprintf("reported device time (median %.4f ms) is far below the driver's wall clock for the same calls (median %.4f ms beyond an empty call): timing forged", dev.Median, excess), true
+	case dev.Median < 0.8*excess-0.02:
+		return fmt.Sprintf("device time (median %.4f ms) disagrees with the driver's wall clock (%.4f ms beyond an empty call)", dev.Median, excess), false
+	case dev.Median > 1.25*wall.Median+0.05:
+		return fmt.Sprintf("device time (median %.4f ms) exceeds the driver's wall clock (%.4f ms)", dev.Median, wall.Median), false
+	}
+	return "", false
+}
+
+// finish decides the verdict from everything gathered, in a fixed order of precedence.
+func (r *evalRun) finish() {
+	res := r.res
+	if len(res.Tampered) > 0 {
+		res.Verdict, res.ErrorClass = Fail, ClassTampering
+		if res.Phase == "" {
+			res.Phase = "guard"
+		}
+		res.Message = "the candidate replaced harness functions: " + strings.Join(res.Tampered, ", ")
+		return
+	}
+	if res.ErrorClass != "" {
+		if res.Verdict == "" {
+			res.Verdict = Fail
+		}
+		return
+	}
+	var mutated []int
+	for _, tr := range res.Trials {
+		for _, i := range tr.InputChanged {
+			if !containsInt(mutated, i) {
+				mutated = append(mutated, i)
+			}
+		}
+	}
+	if len(mutated) > 0 {
+		sort.Ints(mutated)
+		res.Verdict, res.ErrorClass, res.Phase = Fail, ClassInputMutated, "correctness"
+		res.Message = fmt.Sprintf("the candidate changed its input(s) %v in place", mutated)
+		return
+	}
+	failed, inconsistent := 0, 0
+	for _, tr := range res.Trials {
+		if !tr.OK {
+			failed++
+		}
+		if tr.Consistent != nil && !*tr.Consistent {
+			inconsistent++
+		}
+	}
+	if inconsistent > 0 {
+		res.Verdict, res.ErrorClass, res.Phase = Fail, ClassNondeterm, "correctness"
+		res.Message = fmt.Sprintf("two calls on identical inputs gave results that differ beyond tolerance (%d of %d checks)", inconsistent, len(res.Trials))
+		return
+	}
+	if failed > 0 {
+		res.Verdict, res.ErrorClass, res.Phase = Fail, ClassMismatch, "correctness"
+		res.Message = fmt.Sprintf("wrong on %d of %d trials; first: %s", failed, len(res.Trials), res.Mismatch.Message)
+		return
+	}
+	res.Verdict = Pass
+}

@@ -1,0 +1,141 @@
+package contract
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// hostInfo is what the driver reads about the machine itself: the CPU, the kernel and, for a GPU,
+// what nvidia-smi reports (driver version and clocks at the start of the evaluation).
+func hostInfo(device string) Fingerprint {
+	fp := Fingerprint{
+		"cpu_model": cpuModel(),
+		"cpu_count": runtime.NumCPU(),
+		"os":        runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	var u syscall.Utsname
+	if syscall.Uname(&u) == nil {
+		fp["kernel"] = utsString(u.Release[:])
+	}
+	if strings.HasPrefix(device, "cuda") {
+		idx := "0"
+		if i := strings.IndexByte(device, ':'); i >= 0 {
+			idx = device[i+1:]
+		}
+		for k, v := range nvidiaSMI(idx) {
+			fp[k] = v
+		}
+	}
+	return fp
+}
+
+func utsString(b []int8) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+// nvidiaSMI queries one GPU. Missing nvidia-smi gives an empty map: the worker still reports the
+// device name and capability.
+func nvidiaSMI(index string) map[string]any {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fields := []string{"name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "power.limit", "temperature.gpu", "pstate"}
+	out, err := exec.CommandContext(ctx, "nvidia-smi", "-i", index, "--query-gpu="+strings.Join(fields, ","), "--format=csv,noheader,nounits").Output()
+	if err != nil {
+		return nil
+	}
+	vals := strings.Split(strings.TrimSpace(string(out)), ",")
+	if len(vals) != len(fields) {
+		return nil
+	}
+	keys := []string{"gpu_name", "driver", "sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "power_limit_w", "temperature_c", "pstate"}
+	m := map[string]any{}
+	for i, k := range keys {
+		m[k] = strings.TrimSpace(vals[i])
+	}
+	return m
+}
+
+// fingerprint merges the worker's view with the host's.
+func (e *Evaluator) fingerprint(device string, worker Fingerprint) Fingerprint {
+	fp := Fingerprint{}
+	for k, v := range worker {
+		fp[k] = v
+	}
+	for k, v := range hostInfo(device) {
+		fp[k] = v
+	}
+	fp["python_path"] = e.opt.Python.Path
+	return fp
+}
+
+// stableKeys are the fingerprint fields that identify a platform; clocks and temperatures are
+// recorded but do not make a new platform.
+var stableKeys = []string{"device_name", "gpu_name", "compute_capability", "driver", "torch", "torch_cuda", "cudnn", "triton", "python", "cpu_model", "cpu_threads"}
+
+// Key returns a short hash identifying the platform the fingerprint describes.
+func (fp Fingerprint) Key() string {
+	keys := append([]string(nil), stableKeys...)
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%v\n", k, fp[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Summary is a one-line description for humans.
+func (fp Fingerprint) Summary() string {
+	name, _ := fp["device_name"].(string)
+	if g, ok := fp["gpu_name"].(string); ok && g != "" {
+		name = g
+	}
+	if name == "" || name == "x86_64" {
+		if c, ok := fp["cpu_model"].(string); ok {
+			name = c
+		}
+	}
+	parts := []string{name}
+	if t, ok := fp["torch"].(string); ok {
+		parts = append(parts, "torch "+t)
+	}
+	if d, ok := fp["driver"].(string); ok && d != "" {
+		parts = append(parts, "driver "+d)
+	}
+	if t, ok := fp["triton"].(string); ok && t != "" {
+		parts = append(parts, "triton "+t)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,154 @@
+"""Entry point: python -B run.py {reference|candidate}.
+
+The driver speaks first (hello with settings), then sends one command at a time and waits for the
+reply. Replies carry the command's seq; the timed command sends an 'armed' event first.
+"""
+
+import os
+import sys
+
+import torch
+
+from . import channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile
+
+OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile)
+PROTOCOL = 1
+
+
+def _apply_settings(settings):
+    threads = int(settings.get("cpu_threads", 0) or 0)
+    if threads > 0:
+        torch.set_num_threads(threads)
+    # The contract compares against full fp32: TF32 would make the reference itself inexact.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    arch = settings.get("cuda_arch")
+    if arch and not os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        os.environ["TORCH_CUDA_ARCH_LIST"] = arch
+
+
+class Worker:
+    def __init__(self, role, chan):
+        self.role = role
+        self.chan = chan
+        self.session = None
+        self.guard = None
+        self.ext = None
+
+    def reply(self, seq, body):
+        body["seq"] = seq
+        self.chan.send(body)
+
+    def tampered(self):
+        return self.guard.check() if self.guard else []
+
+    def handle(self, cmd):
+        op = cmd.get("op")
+        seq = cmd.get("seq")
+        fn = getattr(self, "op_" + str(op), None)
+        if fn is None:
+            return self.reply(seq, {"ok": False, "error": {"class": "harness_error", "message": "unknown op %r" % op}})
+        try:
+            body = fn(cmd, seq)
+        except Exception as e:  # every failure becomes a structured reply
+            phase = cmd.get("phase", "call")
+            if isinstance(e, (errors.HarnessError, inputs.InputError, tensorfile.TensorFileError)):
+                body = {"ok": False, "error": dict(errors.describe(e, phase), **{"class": "harness_error"})}
+            else:
+                body = harness.error_reply(e, phase)
+            if self.role == "candidate":
+                body["tampered"] = self.tampered()
+        if body is not None:
+            self.reply(seq, body)
+
+    # ---- ops ---------------------------------------------------------------------------------
+
+    def op_hello(self, cmd, seq):
+        settings = cmd.get("settings", {})
+        _apply_settings(settings)
+        self.session = harness.Session(self.role, settings)
+        cache_dir = settings.get("ext_cache")
+        if cache_dir:
+            self.ext = extcache.ExtensionCache(cache_dir)
+            self.ext.install()
+        if self.role == "candidate":
+            self.guard = guard.Guard()
+            self.guard.capture(OWN_MODULES + (sys.modules[__name__],))
+        return {"ok": True, "protocol": PROTOCOL, "pid": os.getpid(),
+                "fingerprint": fingerprint.collect(self.session.device)}
+
+    def op_load(self, cmd, seq):
+        s = self.session
+        cmd["phase"] = "load"
+        s.load_task(cmd["task_path"])
+        if self.role == "candidate":
+            cls = s.import_candidate(cmd["kernel_path"])
+        else:
+            cls = s.task.Model
+        body = {"ok": True}
+        if cmd.get("build", True):
+            cmd["phase"] = "init"
+            s.build(cls, int(cmd.get("init_seed", 0)), cmd.get("mode", "eager"))
+        if self.ext is not None:
+            body["ext_builds"], body["ext_hits"] = self.ext.builds, self.ext.hits
+        if self.role == "candidate":
+            body["tampered"] = self.tampered()
+        return body
+
+    def op_trial(self, cmd, seq):
+        res = self.session.trial(int(cmd["seed"]), cmd["dist"], int(cmd.get("repeat", 1)), cmd["dumps"],
+                                 cmd.get("inputs_dump"))
+        res["ok"] = True
+        res["tampered"] = self.tampered()
+        return res
+
+    def op_timed(self, cmd, seq):
+        armed = lambda: self.reply(seq, {"event": "armed"})  # noqa: E731
+        res = self.session.timed(int(cmd.get("seed", 0)), cmd.get("dist", "default"), armed, bool(cmd.get("noop")))
+        res["ok"] = True
+        return res
+
+    def op_dump_last(self, cmd, seq):
+        manifest, late = self.session.dump_last(cmd["dump"])
+        return {"ok": True, "output": manifest, "late_writes": late, "tampered": self.tampered()}
+
+    def op_guard(self, cmd, seq):
+        return {"ok": True, "tampered": self.tampered()}
+
+    def op_compare(self, cmd, seq):
+        res = self.session.compare(int(cmd["seed"]), cmd["dist"], cmd["output"], cmd.get("tolerance"),
+                                   cmd.get("strides", "any"), cmd.get("repeat"), cmd.get("inputs"))
+        res["ok"] = True
+        return res
+
+    def op_validate(self, cmd, seq):
+        rep = self.session.validate(cmd["distributions"], [int(s) for s in cmd["seeds"]], cmd.get("tolerance"))
+        rep["ok"] = True
+        return rep
+
+    def op_gc(self, cmd, seq):
+        harness.collect_garbage()
+        return {"ok": True}
+
+    def op_exit(self, cmd, seq):
+        self.reply(seq, {"ok": True})
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] not in ("reference", "candidate"):
+        sys.stderr.write("usage: run.py {reference|candidate}\n")
+        return 2
+    chan = channel.Channel.from_env()
+    w = Worker(argv[1], chan)
+    while True:
+        cmd = chan.recv()
+        if cmd is None:
+            return 0
+        w.handle(cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

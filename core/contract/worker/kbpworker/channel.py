@@ -1,0 +1,38 @@
+"""The command channel between the trusted Go driver and this worker.
+
+Commands arrive as one JSON object per line on the file descriptor named by KBP_CMD_FD; replies
+leave on KBP_RES_FD. Both descriptors are created by the driver and inherited; stdout and stderr
+are never read as results (the driver keeps them as a bounded log).
+"""
+
+import json
+import os
+
+
+class Channel:
+    def __init__(self, cmd_fd, res_fd):
+        self._cmd = os.fdopen(cmd_fd, "rb", buffering=0)
+        self._res_fd = res_fd
+        self._buf = b""
+        self._write = os.write  # captured: the candidate may replace os.write later
+
+    @classmethod
+    def from_env(cls):
+        return cls(int(os.environ["KBP_CMD_FD"]), int(os.environ["KBP_RES_FD"]))
+
+    def recv(self):
+        """Return the next command, or None at end of input."""
+        while b"\n" not in self._buf:
+            chunk = self._cmd.read(65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def send(self, msg):
+        data = (json.dumps(msg, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            n = self._write(self._res_fd, view)
+            view = view[n:]

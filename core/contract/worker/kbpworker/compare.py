@@ -1,0 +1,263 @@
+"""Output comparison and mismatch analysis. Runs only in trusted processes.
+
+Tolerance is elementwise |out - ref| <= atol + rtol * |ref|. NaN and Inf are never wildcards: a
+position passes only if both sides are NaN there, or both are the same infinity, or both are
+finite and close.
+"""
+
+import math
+
+import torch
+
+DEFAULT_TOL = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (1e-2, 1e-2),
+}
+TILES = (8, 16, 32, 64, 128)
+
+
+def tolerance_for(dtype, override=None):
+    if override:
+        return float(override.get("atol")), float(override.get("rtol"))
+    if dtype in DEFAULT_TOL:
+        return DEFAULT_TOL[dtype]
+    return 0.0, 0.0  # integer, bool: exact
+
+
+def _index(flat, shape):
+    idx = []
+    for s in reversed(shape):
+        idx.append(flat % s if s else 0)
+        flat = flat // s if s else 0
+    return list(reversed(idx))
+
+
+def _ranges(values, limit=6):
+    """Compress sorted ints into 'a-b' ranges for messages."""
+    out = []
+    start = prev = None
+    for v in values:
+        if start is None:
+            start = prev = v
+        elif v == prev + 1:
+            prev = v
+        else:
+            out.append((start, prev))
+            start = prev = v
+    if start is not None:
+        out.append((start, prev))
+    text = ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in out[:limit])
+    if len(out) > limit:
+        text += ", ..."
+    return text
+
+
+def _pattern(wrong, shape):
+    """Describe where the wrong elements sit. wrong: bool tensor of the output's shape."""
+    total = wrong.numel()
+    n = int(wrong.sum())
+    if n == 0:
+        return {"kind": "none", "summary": "no wrong elements"}
+    if n == total:
+        return {"kind": "everywhere", "summary": "every element is wrong"}
+    if wrong.dim() == 0:
+        return {"kind": "scalar", "summary": "the scalar output is wrong"}
+    cols = shape[-1]
+    w2 = wrong.reshape(-1, cols)
+    rows = w2.shape[0]
+    per_row = w2.sum(dim=1)
+    per_col = w2.sum(dim=0)
+    bad_rows = torch.nonzero(per_row).flatten()
+    bad_cols = torch.nonzero(per_col).flatten()
+    info = {
+        "rows": rows,
+        "cols": cols,
+        "rows_with_errors": int(bad_rows.numel()),
+        "cols_with_errors": int(bad_cols.numel()),
+    }
+    full_rows = int((per_row == cols).sum())
+    full_cols = int((per_col == rows).sum())
+    if rows > 1 and full_rows == bad_rows.numel() and full_rows * cols == n:
+        info.update(kind="rows", summary="whole rows are wrong (rows %s of %d)" % (_ranges(bad_rows.tolist()), rows))
+        return info
+    if cols > 1 and full_cols == bad_cols.numel() and full_cols * rows == n:
+        info.update(kind="cols", summary="whole columns are wrong (columns %s of %d)" % (_ranges(bad_cols.tolist()), cols))
+        return info
+    if cols > 3 and bad_cols.numel() and int(bad_cols.min()) > 0 and cols - int(bad_cols.min()) <= cols // 4:
+        c0 = int(bad_cols.min())
+        info.update(kind="col_tail", summary="all wrong elements are in the last %d of %d columns (from column %d): a bounds or remainder bug?"
+                    % (cols - c0, cols, c0))
+        return info
+    if rows > 3 and bad_rows.numel() and int(bad_rows.min()) > 0 and rows - int(bad_rows.min()) <= rows // 4:
+        r0 = int(bad_rows.min())
+        info.update(kind="row_tail", summary="all wrong elements are in the last %d of %d rows (from row %d): a bounds or remainder bug?"
+                    % (rows - r0, rows, r0))
+        return info
+    for t in TILES:
+        if cols >= 2 * t:
+            edge = torch.zeros(cols, dtype=torch.bool, device=wrong.device)
+            edge[t - 1::t] = True
+            edge[0::t] = True
+            on_edge = int(w2[:, edge].sum())
+            if on_edge == n and n > 1:
+                info.update(kind="tile_edges", tile=t,
+                            summary="all wrong elements lie on the edges of %d-wide column tiles" % t)
+                return info
+        if rows >= 2 * t:
+            edge = torch.zeros(rows, dtype=torch.bool, device=wrong.device)
+            edge[t - 1::t] = True
+            edge[0::t] = True
+            on_edge = int(w2[edge, :].sum())
+            if on_edge == n and n > 1:
+                info.update(kind="tile_edges_rows", tile=t,
+                            summary="all wrong elements lie on the edges of %d-tall row tiles" % t)
+                return info
+    frac = n / total
+    if bad_rows.numel() <= max(1, rows // 20) and rows > 1:
+        info.update(kind="few_rows", summary="wrong elements concentrate in %d of %d rows (%s)"
+                    % (bad_rows.numel(), rows, _ranges(bad_rows.tolist())))
+        return info
+    if bad_cols.numel() <= max(1, cols // 20) and cols > 1:
+        info.update(kind="few_cols", summary="wrong elements concentrate in %d of %d columns (%s)"
+                    % (bad_cols.numel(), cols, _ranges(bad_cols.tolist())))
+        return info
+    info.update(kind="scattered", summary="%.3g%% of elements are wrong, spread over %d rows and %d columns"
+                % (100 * frac, bad_rows.numel(), bad_cols.numel()))
+    return info
+
+
+def compare_tensor(out, ref, tol=None, strides="any"):
+    """Compare one output tensor with its reference. Returns a dict with ok and details."""
+    res = {"ok": True, "shape": list(ref.shape), "dtype": str(ref.dtype).replace("torch.", "")}
+    if out.dtype != ref.dtype:
+        res.update(ok=False, kind="dtype", message="output dtype is %s, expected %s"
+                   % (str(out.dtype).replace("torch.", ""), res["dtype"]))
+        return res
+    if tuple(out.shape) != tuple(ref.shape):
+        res.update(ok=False, kind="shape", message="output shape is %s, expected %s"
+                   % (list(out.shape), list(ref.shape)))
+        return res
+    if strides == "exact" and tuple(out.stride()) != tuple(ref.stride()):
+        res.update(ok=False, kind="strides", message="output strides are %s, expected %s"
+                   % (list(out.stride()), list(ref.stride())))
+        return res
+    if strides == "contiguous" and not out.is_contiguous():
+        res.update(ok=False, kind="strides", message="output is not contiguous (strides %s)" % list(out.stride()))
+        return res
+    atol, rtol = tolerance_for(ref.dtype, tol)
+    res["atol"], res["rtol"] = atol, rtol
+    if ref.numel() == 0:
+        return res
+    if ref.is_floating_point() or ref.is_complex():
+        work = torch.float64 if ref.dtype == torch.float64 else torch.float32
+        a = out.to(work)
+        b = ref.to(work)
+        if ref.is_complex():
+            a, b = torch.view_as_real(out), torch.view_as_real(ref)
+        fa, fb = torch.isfinite(a), torch.isfinite(b)
+        both = fa & fb
+        diff = torch.where(both, (a - b).abs(), torch.zeros((), dtype=a.dtype, device=a.device))
+        close = both & (diff <= atol + rtol * b.abs())
+        same_nan = torch.isnan(a) & torch.isnan(b)
+        same_inf = torch.isinf(a) & torch.isinf(b) & (torch.sign(a) == torch.sign(b))
+        ok_mask = close | same_nan | same_inf
+        if ref.is_complex():
+            ok_mask = ok_mask.all(dim=-1)
+            both = both.all(dim=-1)
+            diff = diff.amax(dim=-1)
+            b = b.abs().amax(dim=-1)
+        wrong = ~ok_mask
+        n_wrong = int(wrong.sum())
+        nb = int(both.sum())
+        if nb:
+            rel = diff / (b.abs() + 1e-12)
+            res["max_abs_err"] = float(diff[both].max())
+            res["mean_abs_err"] = float(diff[both].sum()) / nb
+            res["max_rel_err"] = float(rel[both].max())
+            res["mean_rel_err"] = float(rel[both].sum()) / nb
+        res["out_nonfinite"] = int((~fa).sum())
+        res["ref_nonfinite"] = int((~fb).sum())
+        res["out_nan"] = int(torch.isnan(a).sum())
+    else:
+        wrong = out != ref
+        n_wrong = int(wrong.sum())
+        if n_wrong:
+            d = (out.to(torch.int64) - ref.to(torch.int64)).abs()
+            res["max_abs_err"] = float(d.max())
+    res["wrong"] = n_wrong
+    res["total"] = ref.numel()
+    if n_wrong:
+        flat = int(torch.nonzero(wrong.reshape(-1))[0])
+        idx = _index(flat, list(ref.shape))
+        res.update(ok=False, kind="values", wrong_fraction=n_wrong / ref.numel(), first_wrong_index=idx,
+                   first_wrong_out=_scalar(out.reshape(-1)[flat]), first_wrong_ref=_scalar(ref.reshape(-1)[flat]))
+        res["pattern"] = _pattern(wrong, list(ref.shape))
+        res["message"] = _message(res)
+    return res
+
+
+def _scalar(x):
+    v = x.item()
+    if isinstance(v, complex):
+        return str(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
+
+
+def _message(r):
+    parts = ["%d of %d elements (%.3g%%) differ beyond atol=%g rtol=%g" % (
+        r["wrong"], r["total"], 100 * r["wrong_fraction"], r["atol"], r["rtol"])]
+    if "max_abs_err" in r:
+        parts.append("max abs err %.3g, mean abs err %.3g" % (r["max_abs_err"], r.get("mean_abs_err", r["max_abs_err"])))
+    if "max_rel_err" in r:
+        parts.append("max rel err %.3g" % r["max_rel_err"])
+    parts.append("first at index %s: got %s, expected %s" % (r["first_wrong_index"], r["first_wrong_out"], r["first_wrong_ref"]))
+    if r.get("out_nonfinite"):
+        parts.append("%d non-finite values in the output where the reference has %d" % (r["out_nonfinite"], r.get("ref_nonfinite", 0)))
+    parts.append(r["pattern"]["summary"])
+    return "; ".join(parts)
+
+
+def flatten(obj):
+    """Flatten a forward() result into (structure signature, leaves)."""
+    if isinstance(obj, torch.Tensor):
+        return "T", [obj]
+    if isinstance(obj, (list, tuple)):
+        sig, leaves = [], []
+        for x in obj:
+            s, l = flatten(x)
+            sig.append(s)
+            leaves.extend(l)
+        return "(" + ",".join(sig) + ")", leaves
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return "S", [obj]
+    raise TypeError("forward() returned a %s; only tensors, tuples/lists of them and Python numbers are supported"
+                    % type(obj).__name__)
+
+
+def compare_leaves(out_sig, out_leaves, ref_sig, ref_leaves, tol=None, strides="any"):
+    """Compare flattened outputs. Returns {ok, kind, message, leaves:[...]}."""
+    if out_sig != ref_sig or len(out_leaves) != len(ref_leaves):
+        return {"ok": False, "kind": "structure",
+                "message": "output structure is %s, expected %s" % (out_sig, ref_sig), "leaves": []}
+    results = []
+    for i, (o, r) in enumerate(zip(out_leaves, ref_leaves)):
+        if isinstance(r, torch.Tensor):
+            if not isinstance(o, torch.Tensor):
+                results.append({"ok": False, "kind": "structure", "message": "output %d is not a tensor" % i})
+                continue
+            results.append(compare_tensor(o, r, tol, strides))
+        else:
+            ok = (o == r) if not isinstance(r, float) else (
+                isinstance(o, (int, float)) and abs(o - r) <= 1e-6 + 1e-6 * abs(r))
+            results.append({"ok": bool(ok), "kind": "value", "message": "" if ok else "output %d is %r, expected %r" % (i, o, r)})
+    bad = [(i, r) for i, r in enumerate(results) if not r["ok"]]
+    if not bad:
+        return {"ok": True, "leaves": results}
+    i, first = bad[0]
+    prefix = "output %d: " % i if len(results) > 1 else ""
+    return {"ok": False, "kind": first.get("kind", "values"), "message": prefix + first.get("message", ""),
+            "leaves": results}

@@ -1,0 +1,76 @@
+"""Mapping exceptions to the contract's error classes."""
+
+import re
+import traceback
+
+from .extcache import CompileError
+
+MEMORY_FAULTS = (
+    "illegal memory access",
+    "misaligned address",
+    "unspecified launch failure",
+    "illegal instruction",
+    "invalid program counter",
+    "device-side assert",  # e.g. an out-of-range index inside a device kernel
+)
+
+MAX_MESSAGE = 8000
+
+
+class LoadError(Exception):
+    """The candidate module cannot be used: syntax error, import failure, no ModelNew."""
+
+
+class HarnessError(Exception):
+    """The task or the harness configuration is wrong (not the candidate's fault)."""
+
+
+def classify(exc, phase):
+    """Return the error class for an exception raised in phase ('load', 'init', 'call')."""
+    if isinstance(exc, CompileError):
+        return "compile_error"
+    mod = type(exc).__module__ or ""
+    if mod.startswith("triton") and "compil" in (type(exc).__name__ + mod).lower():
+        return "compile_error"
+    text = str(exc).lower()
+    if any(m in text for m in MEMORY_FAULTS):
+        return "illegal_memory_access"
+    if isinstance(exc, LoadError) or (phase == "load" and isinstance(exc, (SyntaxError, ImportError))):
+        return "load_error"
+    if phase == "load":
+        return "load_error"
+    return "runtime_error"
+
+
+def useful_message(exc):
+    """The part of an exception message a kernel author needs: compiler errors first."""
+    text = str(exc)
+    if isinstance(exc, CompileError):
+        lines = text.splitlines()
+        keep = []
+        for i, line in enumerate(lines):
+            if re.search(r"\berror\b|error:|undefined reference|fatal", line, re.I):
+                keep.extend(lines[max(0, i - 1): i + 3])
+        if keep:
+            seen, dedup = set(), []
+            for line in keep:
+                if line not in seen:
+                    seen.add(line)
+                    dedup.append(line)
+            text = "\n".join(dedup[:60])
+    if len(text) > MAX_MESSAGE:
+        text = text[:MAX_MESSAGE] + "\n... (truncated)"
+    return "%s: %s" % (type(exc).__name__, text)
+
+
+def describe(exc, phase):
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if len(tb) > 4 * MAX_MESSAGE:
+        tb = tb[-4 * MAX_MESSAGE:]
+    return {
+        "class": classify(exc, phase),
+        "phase": phase,
+        "type": type(exc).__name__,
+        "message": useful_message(exc),
+        "traceback": tb,
+    }

@@ -1,0 +1,43 @@
+"""What this process runs on: the software and device half of an evaluation's fingerprint.
+
+The driver adds what Python cannot see reliably (driver version, clocks, CPU model).
+"""
+
+import platform
+import sys
+
+import torch
+
+
+def collect(device):
+    fp = {
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "torch": torch.__version__,
+        "torch_cuda": getattr(torch.version, "cuda", None) or "",
+        "cudnn": "",
+        "triton": "",
+        "device": str(device),
+        "device_name": platform.processor() or platform.machine(),
+        "cpu_threads": torch.get_num_threads(),
+        "torch_compile": hasattr(torch, "compile"),
+    }
+    try:
+        import triton  # noqa: F401  (only its version is read)
+
+        fp["triton"] = getattr(triton, "__version__", "")
+    except Exception:
+        pass
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        fp.update(
+            device_name=props.name,
+            compute_capability="%d.%d" % (props.major, props.minor),
+            sm_count=props.multi_processor_count,
+            device_memory_bytes=props.total_memory,
+        )
+        try:
+            fp["cudnn"] = str(torch.backends.cudnn.version() or "")
+        except Exception:
+            pass
+    return fp

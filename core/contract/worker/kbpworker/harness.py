@@ -1,0 +1,401 @@
+"""The operations a worker serves. The Go driver sends one command at a time.
+
+Two roles share this code:
+  reference  a clean process: the task's Model, its timing, and the trusted comparison of a
+             candidate's dumped outputs against reference outputs it recomputes from the seed;
+  candidate  the untrusted process: imports the candidate file, runs correctness trials and timed
+             calls, dumps raw outputs, reports raw timing samples and tamper checks.
+"""
+
+import gc
+import importlib.util
+import os
+import sys
+import time
+
+import torch
+
+from . import compare, inputs, tensorfile
+from .errors import HarnessError, LoadError, describe
+
+# Captured before any candidate code can run; the harness calls these, never the module attributes.
+_perf_ns = time.perf_counter_ns
+_no_grad = torch.no_grad
+_equal = torch.equal
+_empty = torch.empty
+_Tensor = torch.Tensor
+_clone = torch.Tensor.clone
+_copy = torch.Tensor.copy_
+_isinstance = isinstance
+if torch.cuda.is_available():
+    _cuda_sync = torch.cuda.synchronize
+    _Event = torch.cuda.Event
+    _ev_record = torch.cuda.Event.record
+    _ev_elapsed = torch.cuda.Event.elapsed_time
+    _ev_sync = torch.cuda.Event.synchronize
+else:
+    _cuda_sync = _Event = _ev_record = _ev_elapsed = _ev_sync = None
+
+L2_FLUSH_BYTES = 256 << 20
+CPU_FLUSH_BYTES = 32 << 20
+
+
+def _tensor_meta(t):
+    return {"dtype": tensorfile.dtype_name(t.dtype), "shape": list(t.shape)}
+
+
+class Session:
+    def __init__(self, role, settings):
+        self.role = role
+        self.settings = settings
+        self.device = torch.device(settings.get("device", "cpu"))
+        self.task = None
+        self.model = None
+        self.last_output = None
+        self._stage_bufs = None
+        self._time_bufs = None
+        self._flush_buf = None
+        self._poison_bytes = 0
+        self._ref_cache = []
+        self._snapshot = None
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+            self._ev0 = _Event(enable_timing=True)
+            self._ev1 = _Event(enable_timing=True)
+
+    # ---- setup -------------------------------------------------------------------------------
+
+    def load_task(self, path):
+        with open(path) as f:
+            source = f.read()
+        mod = type(sys)("kbp_task")
+        mod.__file__ = path
+        sys.modules["kbp_task"] = mod
+        try:
+            exec(compile(source, path, "exec"), mod.__dict__)
+        except Exception as e:
+            raise HarnessError("task %s failed to load: %s: %s" % (path, type(e).__name__, e))
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(mod, name):
+                raise HarnessError("task %s does not define %s" % (path, name))
+        self.task = mod
+
+    def import_candidate(self, path):
+        spec = importlib.util.spec_from_file_location("kbp_candidate", path)
+        if spec is None:
+            raise LoadError("cannot import %s" % path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["kbp_candidate"] = mod
+        spec.loader.exec_module(mod)
+        cls = getattr(mod, "ModelNew", None)
+        if cls is None:
+            raise LoadError("%s does not define ModelNew" % os.path.basename(path))
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+            raise LoadError("ModelNew in %s is not a torch.nn.Module subclass" % os.path.basename(path))
+        return cls
+
+    def build(self, cls, init_seed, mode="eager"):
+        init = inputs.make_init_inputs(self.task, init_seed)
+        inputs.seed_all(init_seed)
+        model = cls(*init)
+        if isinstance(model, torch.nn.Module):
+            model = model.to(self.device)
+        if mode != "eager":
+            model = _compiled(model, mode)
+        self.model = model
+        self._ref_cache = []
+        self._stage_bufs = self._time_bufs = None
+
+    # ---- calls -------------------------------------------------------------------------------
+
+    def sync(self):
+        if self.device.type == "cuda":
+            _cuda_sync(self.device)
+
+    def _call(self, args):
+        with _no_grad():
+            out = self.model(*args)
+        self.sync()
+        return out
+
+    def _stage(self, fresh, bufs):
+        """Copy fresh inputs into persistent buffers, so the candidate sees the same addresses with
+        new contents on every call (a cache keyed on data_ptr returns stale results)."""
+        if bufs is not None and len(bufs) == len(fresh) and all(
+            _isinstance(b, _Tensor) == _isinstance(f, _Tensor)
+            and (not _isinstance(f, _Tensor) or (b.shape == f.shape and b.dtype == f.dtype and b.stride() == f.stride()))
+            for b, f in zip(bufs, fresh)
+        ):
+            out = []
+            for b, f in zip(bufs, fresh):
+                if _isinstance(f, _Tensor):
+                    _copy(b, f)
+                    out.append(b)
+                else:
+                    out.append(f)
+            return out
+        return [_clone(f) if _isinstance(f, _Tensor) else f for f in fresh]
+
+    def _mutated(self, work, pristine):
+        bad = []
+        for i, (w, p) in enumerate(zip(work, pristine)):
+            if _isinstance(p, _Tensor):
+                if w.shape != p.shape or w.dtype != p.dtype or not _equal(w, p):
+                    bad.append(i)
+        return bad
+
+    def _poison(self):
+        # Fill memory the caching allocator will hand out next with NaN bytes, so an output that
+        # is allocated but never written cannot inherit a previous result.
+        if self.device.type == "cuda" and self.settings.get("poison", True) and self._poison_bytes:
+            block = _empty(self._poison_bytes, dtype=torch.uint8, device=self.device)
+            block.fill_(255)
+            del block
+
+    def _flush(self):
+        if not self.settings.get("flush_cache", True):
+            return
+        if self._flush_buf is None:
+            n = L2_FLUSH_BYTES if self.device.type == "cuda" else CPU_FLUSH_BYTES
+            self._flush_buf = _empty(n, dtype=torch.int8, device=self.device)
+        self._flush_buf.zero_()
+
+    def _learn_output_size(self, out):
+        _, leaves = compare.flatten(out)
+        n = sum(t.numel() * t.element_size() for t in leaves if _isinstance(t, _Tensor))
+        self._poison_bytes = max(self._poison_bytes, min(2 * n, 8 << 30))
+
+    def trial(self, seed, dist, repeat, dumps, inputs_dump=None):
+        pristine = inputs.make_inputs(self.task, seed, dist, self.device)
+        manifests, mutated = [], []
+        for r in range(repeat):
+            work = self._stage(pristine, self._stage_bufs)
+            self._stage_bufs = work
+            self._poison()
+            out = self._call(work)
+            self._learn_output_size(out)
+            for i in self._mutated(work, pristine):
+                if i not in mutated:
+                    mutated.append(i)
+            manifests.append(dump_output(out, dumps[r]))
+            if r == 0 and inputs_dump:
+                manifests_inputs = dump_output(list(work), inputs_dump)
+            del out
+        res = {"outputs": manifests, "mutated": mutated}
+        if inputs_dump:
+            res["inputs"] = manifests_inputs
+        return res
+
+    def timed(self, seed, dist, armed, noop=False):
+        """One timed call on fresh inputs. armed() is called right before the timed region starts,
+        so the driver's clock brackets it."""
+        if not noop:
+            fresh = inputs.make_inputs(self.task, seed, dist, self.device)
+            work = self._stage(fresh, self._time_bufs)
+            self._time_bufs = work
+            self.last_output = None
+            self._poison()
+        self._flush()
+        self.sync()
+        armed()
+        t0 = _perf_ns()
+        if self.device.type == "cuda":
+            _ev_record(self._ev0)
+            if not noop:
+                with _no_grad():
+                    out = self.model(*work)
+            _cuda_sync(self.device)
+            _ev_record(self._ev1)
+            _ev_sync(self._ev1)
+            t1 = _perf_ns()
+            dev_ms = _ev_elapsed(self._ev0, self._ev1)
+        else:
+            if not noop:
+                with _no_grad():
+                    out = self.model(*work)
+            t1 = _perf_ns()
+            dev_ms = (t1 - t0) / 1e6
+        res = {"device_ms": dev_ms, "host_ms": (t1 - t0) / 1e6}
+        if not noop:
+            # Snapshot the result the moment the timed region ends. dump_last compares the live
+            # output with it: work finished in the background after the call returned shows up.
+            self.last_output = out
+            self._snapshot = _snapshot(out)
+            self.sync()
+            self._learn_output_size(out)
+            res["mutated"] = self._mutated(work, fresh)
+        return res
+
+    def dump_last(self, base):
+        if self.last_output is None:
+            raise HarnessError("no timed call to dump")
+        self.sync()
+        _, live = compare.flatten(self.last_output)
+        _, snap = compare.flatten(self._snapshot)
+        late = any(
+            _isinstance(a, _Tensor) and (a.shape != b.shape or not _equal(a, b))
+            for a, b in zip(live, snap)
+        )
+        return dump_output(self._snapshot, base), late
+
+    # ---- reference side ----------------------------------------------------------------------
+
+    def reference(self, seed, dist):
+        for key, val in self._ref_cache:
+            if key == (seed, dist):
+                return val
+        pristine = inputs.make_inputs(self.task, seed, dist, self.device)
+        work = [_clone(x) if _isinstance(x, _Tensor) else x for x in pristine]
+        out = self._call(work)
+        sig, leaves = compare.flatten(out)
+        val = (sig, leaves, pristine)
+        self._ref_cache = [((seed, dist), val)] + self._ref_cache[:1]
+        return val
+
+    def compare(self, seed, dist, output, tol=None, strides="any", repeat=None, inputs_manifest=None):
+        ref_sig, ref_leaves, pristine = self.reference(seed, dist)
+        res = {}
+        out_sig, out_leaves = load_output(output, self.device)
+        out_leaves, wrong_device = _unplace(out_leaves, self.device)
+        if wrong_device:
+            res["result"] = {"ok": False, "kind": "device", "message": "; ".join(wrong_device), "leaves": []}
+        else:
+            res["result"] = compare.compare_leaves(out_sig, out_leaves, ref_sig, ref_leaves, tol, strides)
+        if repeat is not None:
+            rep_sig, rep_leaves = load_output(repeat, self.device)
+            rep_leaves, _ = _unplace(rep_leaves, self.device)
+            res["repeat_result"] = compare.compare_leaves(rep_sig, rep_leaves, ref_sig, ref_leaves, tol, strides)
+            same = compare.compare_leaves(rep_sig, rep_leaves, out_sig, out_leaves, tol, "any")
+            res["repeat_consistent"] = same["ok"]
+            res["repeat_message"] = same.get("message", "")
+            del rep_leaves
+        if inputs_manifest is not None:
+            in_sig, in_leaves = load_output(inputs_manifest, self.device)
+            in_leaves, _ = _unplace(in_leaves, self.device)
+            _, p_leaves = compare.flatten(list(pristine))
+            changed = []
+            for i, (a, b) in enumerate(zip(in_leaves, p_leaves)):
+                if _isinstance(b, _Tensor):
+                    if not _isinstance(a, _Tensor) or a.shape != b.shape or a.dtype != b.dtype or not _equal(a, b):
+                        changed.append(i)
+            res["inputs_changed"] = changed
+        del out_leaves
+        return res
+
+    def validate(self, dists, seeds, tol=None):
+        """Run the reference on every distribution and report whether it is usable."""
+        report = {"distributions": [], "warnings": []}
+        first = None
+        for dist in dists:
+            entry = {"dist": dist}
+            outs = []
+            for s in seeds:
+                sig, leaves, _ = self.reference(s, dist)
+                tensors = [t for t in leaves if _isinstance(t, _Tensor)]
+                nonfinite = sum(int((~torch.isfinite(t)).sum()) for t in tensors if t.is_floating_point())
+                if nonfinite:
+                    entry.setdefault("nonfinite", 0)
+                    entry["nonfinite"] += nonfinite
+                outs.append((sig, [t.detach().clone() if _isinstance(t, _Tensor) else t for t in leaves]))
+            again = self._call(list(inputs.make_inputs(self.task, seeds[0], dist, self.device)))
+            a_sig, a_leaves = compare.flatten(again)
+            det = compare.compare_leaves(a_sig, a_leaves, outs[0][0], outs[0][1], {"atol": 0, "rtol": 0})
+            entry["deterministic"] = det["ok"]
+            if len(outs) > 1:
+                varies = compare.compare_leaves(outs[1][0], outs[1][1], outs[0][0], outs[0][1], tol)
+                entry["varies_with_seed"] = not varies["ok"]
+            if first is None:
+                first = outs[0]
+                entry["output"] = [_tensor_meta(t) if _isinstance(t, _Tensor) else {"value": t} for t in outs[0][1]]
+            report["distributions"].append(entry)
+            self._ref_cache = []
+        return report
+
+
+def _snapshot(out):
+    if _isinstance(out, _Tensor):
+        return _clone(out)
+    if _isinstance(out, (list, tuple)):
+        return type(out)(_snapshot(x) for x in out)
+    return out
+
+
+def _compiled(model, mode):
+    if not hasattr(torch, "compile"):
+        raise HarnessError("torch %s has no torch.compile (needs torch >= 2.0)" % torch.__version__)
+    if mode == "compile-default":
+        return torch.compile(model)
+    if mode == "cudagraphs":
+        return torch.compile(model, backend="cudagraphs")
+    if mode in ("reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        return torch.compile(model, mode=mode)
+    raise HarnessError("unknown baseline mode %r" % mode)
+
+
+class _Placed:
+    """A loaded tensor together with the device it was on in the process that wrote it."""
+
+    def __init__(self, tensor, origin):
+        self.tensor = tensor
+        self.origin = origin
+
+
+def _unplace(leaves, device):
+    """Split loaded leaves into plain values and a message for tensors that came from the wrong device."""
+    plain, wrong = [], []
+    for i, x in enumerate(leaves):
+        if _isinstance(x, _Placed):
+            if x.origin.split(":")[0] != device.type:
+                wrong.append("output %d was returned on %s, expected %s" % (i, x.origin or "?", device))
+            plain.append(x.tensor)
+        else:
+            plain.append(x)
+    return plain, wrong
+
+
+def dump_output(out, base):
+    """Write every leaf of a forward() result under base; return the manifest."""
+    sig, leaves = compare.flatten(out)
+    items = []
+    for i, leaf in enumerate(leaves):
+        if _isinstance(leaf, _Tensor):
+            path = "%s.%d" % (base, i)
+            meta = tensorfile.write(path, leaf)
+            items.append({"tensor": path, "device": meta["device"]})
+        else:
+            items.append({"value": leaf})
+    return {"sig": sig, "leaves": items}
+
+
+def load_output(manifest, device):
+    """Read a manifest written by an untrusted process; validate everything."""
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("sig"), str) or not isinstance(manifest.get("leaves"), list):
+        raise HarnessError("malformed output manifest")
+    leaves = []
+    for item in manifest["leaves"]:
+        if not isinstance(item, dict):
+            raise HarnessError("malformed output manifest entry")
+        if "tensor" in item:
+            path = item["tensor"]
+            if not isinstance(path, str):
+                raise HarnessError("malformed tensor path in manifest")
+            t, meta = tensorfile.read(path)
+            leaves.append(_Placed(t.to(device), meta.get("device", "")))
+        elif "value" in item:
+            v = item["value"]
+            if v is not None and not isinstance(v, (bool, int, float)):
+                raise HarnessError("malformed scalar in manifest")
+            leaves.append(v)
+        else:
+            raise HarnessError("malformed output manifest entry")
+    return manifest["sig"], leaves
+
+
+def error_reply(exc, phase):
+    return {"ok": False, "error": describe(exc, phase)}
+
+
+def collect_garbage():
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

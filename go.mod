@@ -1,0 +1,3 @@
+module github.com/kbplatform/kbplatform
+
+go 1.26.8
