@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	pyOnce sync.Once
+	pyOnce  sync.Once
 	pyFound *pyenv.Python
 	pyErr   error
 )

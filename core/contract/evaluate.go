@@ -89,7 +89,9 @@ func (e *Evaluator) Close() {
 // Config returns the contract configuration in use.
 func (e *Evaluator) Config() Config { return e.opt.Config }
 
-func (e *Evaluator) progress(format string, args ...any) { e.opt.Progress(fmt.Sprintf(format, args...)) }
+func (e *Evaluator) progress(format string, args ...any) {
+	e.opt.Progress(fmt.Sprintf(format, args...))
+}
 
 // deviceEnv maps a device name to the worker's view of it. A GPU evaluation sees only its GPU.
 func deviceEnv(device string) (workerDevice string, env []string, err error) {
@@ -328,11 +330,16 @@ type evalRun struct {
 	cand    *proc
 	dumpDir string
 	rng     *mrand.Rand
+	mode    string // how the candidate's module is run: eager, or a torch.compile mode (baselines)
 }
 
 // Evaluate runs the full contract for one kernel on one task and device. It never returns nil;
 // failures of the harness itself give Verdict "error".
 func (e *Evaluator) Evaluate(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult) *Result {
+	return e.evaluate(ctx, t, k, device, compiled, "eager")
+}
+
+func (e *Evaluator) evaluate(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string) *Result {
 	cfg := e.opt.Config
 	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC()}
 	defer func() { res.FinishedAt = time.Now().UTC() }()
@@ -385,7 +392,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, t Task, k Kernel, device strin
 	}
 	rng, seed := e.seedSource()
 	res.Config.Seed = seed
-	run := &evalRun{e: e, ctx: ctx, res: res, task: t, ref: ref, dumpDir: dumpDir, rng: rng}
+	run := &evalRun{e: e, ctx: ctx, res: res, task: t, ref: ref, dumpDir: dumpDir, rng: rng, mode: mode}
 	run.execute(k, device, dir)
 	return res
 }
@@ -461,7 +468,7 @@ func (r *evalRun) execute(k Kernel, device, dir string) {
 		return
 	}
 	e.progress("loading %s", k.Name)
-	resp, _, err := cand.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed}, nil)
+	resp, _, err := cand.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed, "mode": r.mode}, nil)
 	if err != nil {
 		r.candFail("load", err)
 		r.tamper(stringList(resp["tampered"]))
@@ -661,28 +668,31 @@ func (r *evalRun) clearDumps() {
 func (r *evalRun) series(p *proc, n int, seeds []int, noop bool, after func(i int) bool) (dev, wall []float64, mutated []int, err error) {
 	cfg := r.e.opt.Config
 	for i := 0; i < n; i++ {
-		var armed time.Time
+		var armed, finished time.Time
 		cmd := map[string]any{"op": "timed", "seed": 0, "dist": "default", "noop": noop}
 		if seeds != nil {
 			cmd["seed"] = seeds[i]
 		}
-		resp, at, err := p.call(r.ctx, cfg.CallTimeout, cmd, func(ev string, t time.Time) {
-			if ev == "armed" {
+		resp, _, err := p.call(r.ctx, cfg.CallTimeout, cmd, func(ev string, t time.Time) {
+			switch ev {
+			case "armed":
 				armed = t
+			case "done":
+				finished = t
 			}
 		})
 		if err != nil {
 			return dev, wall, mutated, err
 		}
-		if armed.IsZero() {
-			return dev, wall, mutated, &procError{Class: ClassTampering, Message: "timed call answered without arming the driver's clock"}
+		if armed.IsZero() || finished.IsZero() || finished.Before(armed) {
+			return dev, wall, mutated, &procError{Class: ClassTampering, Message: "timed call answered without bracketing the region with the driver's clock"}
 		}
 		var d float64
 		if jerr := json.Unmarshal(resp["device_ms"], &d); jerr != nil || math.IsNaN(d) || d < 0 {
 			return dev, wall, mutated, &procError{Class: ClassTampering, Message: "timed call reported an invalid device time"}
 		}
 		dev = append(dev, d)
-		wall = append(wall, float64(at.Sub(armed).Nanoseconds())/1e6)
+		wall = append(wall, float64(finished.Sub(armed).Nanoseconds())/1e6)
 		for _, m := range intList(resp["mutated"]) {
 			if !containsInt(mutated, m) {
 				mutated = append(mutated, m)

@@ -139,3 +139,8 @@ func (fp Fingerprint) Summary() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+func hashString(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}

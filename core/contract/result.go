@@ -31,9 +31,9 @@ const (
 // Task is what the contract needs to know about a task.
 type Task struct {
 	ID            string            `json:"id"`
-	Hash          string            `json:"hash"`   // sha256 of Source
-	Size          string            `json:"size"`   // which size Source was rendered at
-	Source        string            `json:"-"`      // the rendered task file
+	Hash          string            `json:"hash"` // sha256 of Source
+	Size          string            `json:"size"` // which size Source was rendered at
+	Source        string            `json:"-"`    // the rendered task file
 	Distributions []string          `json:"distributions"`
 	Tolerance     *Tolerance        `json:"tolerance,omitempty"`
 	Strides       string            `json:"strides,omitempty"`
@@ -79,16 +79,16 @@ type Mismatch struct {
 
 // Timing holds the raw summaries of both sides and the speedup.
 type Timing struct {
-	Candidate     Stats    `json:"candidate"`
-	Reference     Stats    `json:"reference"`
-	CandidateWall Stats    `json:"candidate_wall"`
-	ReferenceWall Stats    `json:"reference_wall"`
-	Overhead      Stats    `json:"overhead"` // driver-measured wall time of empty timed calls
-	Speedup       float64  `json:"speedup"`  // reference median / candidate median
-	Checked       int      `json:"checked"`  // timed outputs re-checked against the reference
+	Candidate     Stats     `json:"candidate"`
+	Reference     Stats     `json:"reference"`
+	CandidateWall Stats     `json:"candidate_wall"`
+	ReferenceWall Stats     `json:"reference_wall"`
+	Overhead      Stats     `json:"overhead"` // driver-measured wall time of empty timed calls
+	Speedup       float64   `json:"speedup"`  // reference median / candidate median
+	Checked       int       `json:"checked"`  // timed outputs re-checked against the reference
 	Samples       []float64 `json:"samples_ms,omitempty"`
 	RefSamples    []float64 `json:"reference_samples_ms,omitempty"`
-	Warmup        int      `json:"warmup"`
+	Warmup        int       `json:"warmup"`
 }
 
 // Result is the outcome of one evaluation.

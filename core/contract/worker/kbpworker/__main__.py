@@ -104,7 +104,9 @@ class Worker:
 
     def op_timed(self, cmd, seq):
         armed = lambda: self.reply(seq, {"event": "armed"})  # noqa: E731
-        res = self.session.timed(int(cmd.get("seed", 0)), cmd.get("dist", "default"), armed, bool(cmd.get("noop")))
+        finished = lambda r: self.reply(seq, dict(r, event="done"))  # noqa: E731
+        res = self.session.timed(int(cmd.get("seed", 0)), cmd.get("dist", "default"), armed, finished,
+                                 bool(cmd.get("noop")))
         res["ok"] = True
         return res
 

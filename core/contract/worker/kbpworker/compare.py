@@ -15,7 +15,7 @@ DEFAULT_TOL = {
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (1e-2, 1e-2),
 }
-TILES = (8, 16, 32, 64, 128)
+TILES = (128, 64, 32, 16, 8)  # largest first: the most specific description wins
 
 
 def tolerance_for(dtype, override=None):
@@ -77,14 +77,6 @@ def _pattern(wrong, shape):
         "rows_with_errors": int(bad_rows.numel()),
         "cols_with_errors": int(bad_cols.numel()),
     }
-    full_rows = int((per_row == cols).sum())
-    full_cols = int((per_col == rows).sum())
-    if rows > 1 and full_rows == bad_rows.numel() and full_rows * cols == n:
-        info.update(kind="rows", summary="whole rows are wrong (rows %s of %d)" % (_ranges(bad_rows.tolist()), rows))
-        return info
-    if cols > 1 and full_cols == bad_cols.numel() and full_cols * rows == n:
-        info.update(kind="cols", summary="whole columns are wrong (columns %s of %d)" % (_ranges(bad_cols.tolist()), cols))
-        return info
     if cols > 3 and bad_cols.numel() and int(bad_cols.min()) > 0 and cols - int(bad_cols.min()) <= cols // 4:
         c0 = int(bad_cols.min())
         info.update(kind="col_tail", summary="all wrong elements are in the last %d of %d columns (from column %d): a bounds or remainder bug?"
@@ -96,7 +88,7 @@ def _pattern(wrong, shape):
                     % (rows - r0, rows, r0))
         return info
     for t in TILES:
-        if cols >= 2 * t:
+        if cols >= 2 * t and bad_cols.numel() >= 2:
             edge = torch.zeros(cols, dtype=torch.bool, device=wrong.device)
             edge[t - 1::t] = True
             edge[0::t] = True
@@ -105,7 +97,7 @@ def _pattern(wrong, shape):
                 info.update(kind="tile_edges", tile=t,
                             summary="all wrong elements lie on the edges of %d-wide column tiles" % t)
                 return info
-        if rows >= 2 * t:
+        if rows >= 2 * t and bad_rows.numel() >= 2:
             edge = torch.zeros(rows, dtype=torch.bool, device=wrong.device)
             edge[t - 1::t] = True
             edge[0::t] = True
@@ -114,6 +106,14 @@ def _pattern(wrong, shape):
                 info.update(kind="tile_edges_rows", tile=t,
                             summary="all wrong elements lie on the edges of %d-tall row tiles" % t)
                 return info
+    full_rows = int((per_row == cols).sum())
+    full_cols = int((per_col == rows).sum())
+    if rows > 1 and full_rows == bad_rows.numel() and full_rows * cols == n:
+        info.update(kind="rows", summary="whole rows are wrong (rows %s of %d)" % (_ranges(bad_rows.tolist()), rows))
+        return info
+    if cols > 1 and full_cols == bad_cols.numel() and full_cols * rows == n:
+        info.update(kind="cols", summary="whole columns are wrong (columns %s of %d)" % (_ranges(bad_cols.tolist()), cols))
+        return info
     frac = n / total
     if bad_rows.numel() <= max(1, rows // 20) and rows > 1:
         info.update(kind="few_rows", summary="wrong elements concentrate in %d of %d rows (%s)"

@@ -186,9 +186,9 @@ class Session:
             res["inputs"] = manifests_inputs
         return res
 
-    def timed(self, seed, dist, armed, noop=False):
-        """One timed call on fresh inputs. armed() is called right before the timed region starts,
-        so the driver's clock brackets it."""
+    def timed(self, seed, dist, armed, finished, noop=False):
+        """One timed call on fresh inputs. armed() is called right before the timed region starts
+        and finished() right after it ends, so the driver's clock brackets the region."""
         if not noop:
             fresh = inputs.make_inputs(self.task, seed, dist, self.device)
             work = self._stage(fresh, self._time_bufs)
@@ -216,6 +216,7 @@ class Session:
             t1 = _perf_ns()
             dev_ms = (t1 - t0) / 1e6
         res = {"device_ms": dev_ms, "host_ms": (t1 - t0) / 1e6}
+        finished(res)
         if not noop:
             # Snapshot the result the moment the timed region ends. dump_last compares the live
             # output with it: work finished in the background after the call returned shows up.

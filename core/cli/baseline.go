@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kbplatform/kbplatform/core/contract"
+	"github.com/kbplatform/kbplatform/core/registry"
+	"github.com/kbplatform/kbplatform/core/store"
+)
+
+func (a *app) baselineCmd() *cobra.Command {
+	var taskIDs []string
+	var level int
+	var modes []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "baseline [--task ID...] [--level N] [--modes eager,compile-default,...]",
+		Short: "Time tasks in eager mode and the torch.compile modes, per platform",
+		Long: `Time each task's own Model in eager mode and in torch.compile's modes (default,
+reduce-overhead, max-autotune, max-autotune-no-cudagraphs; also cudagraphs), each checked for
+correctness against eager and timed the same way as candidates. Compile time is excluded. The eager
+row is an A/A measurement: eager against eager, whose ratio shows the platform's timing noise.
+Results are stored per task, size, platform fingerprint and mode.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			reg, err := a.registry(st)
+			if err != nil {
+				return err
+			}
+			var list []*registry.Task
+			for _, id := range taskIDs {
+				t, err := reg.Get(id)
+				if err != nil {
+					return err
+				}
+				list = append(list, t)
+			}
+			if len(taskIDs) == 0 {
+				list = reg.List(registry.Filter{Level: level, Origin: registry.OriginSuite})
+			}
+			for _, m := range modes {
+				if !validMode(m) {
+					return fmt.Errorf("unknown mode %q (known: %s, cudagraphs)", m, strings.Join(contract.BaselineModes, ", "))
+				}
+			}
+			py, err := a.python()
+			if err != nil {
+				return err
+			}
+			device := a.device(py)
+			if !py.TorchCompile {
+				a.progress("torch %s has no torch.compile: only eager can be timed; compile modes are recorded as errors", py.Torch)
+			}
+			ev, err := a.evaluator(py)
+			if err != nil {
+				return err
+			}
+			defer ev.Close()
+			var out []store.Baseline
+			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+			if !asJSON {
+				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tVS EAGER\tSTATUS")
+			}
+			total := len(list) * len(modes)
+			n := 0
+			for _, t := range list {
+				size := t.PickSize(a.cfg.Size, device)
+				ct, err := t.Contract(size)
+				if err != nil {
+					return err
+				}
+				for _, mode := range modes {
+					n++
+					a.progress("[%d/%d] %s (%s) %s", n, total, t.ID, size, mode)
+					var res *contract.Result
+					if mode != "eager" && !py.TorchCompile {
+						res = &contract.Result{Verdict: contract.VerdictError, ErrorClass: contract.ClassHarness, Message: "torch " + py.Torch + " has no torch.compile (needs torch >= 2.0)", Task: ct, Device: device}
+					} else {
+						res = ev.Baseline(a.ctx, ct, device, mode)
+					}
+					b := store.Baseline{TaskID: t.ID, TaskHash: ct.Hash, Size: size, Mode: mode, Device: device,
+						Fingerprint: res.Fingerprint, Platform: res.Fingerprint.Key(), Verdict: res.Verdict, MeasuredAt: time.Now().UTC()}
+					if res.Verdict == contract.Pass && res.Timing != nil {
+						b.Stats = &res.Timing.Candidate
+						b.Eager = &res.Timing.Reference
+						b.Speedup = res.Timing.Speedup
+					} else {
+						b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
+					}
+					if res.Fingerprint != nil {
+						rec, err := a.storeResult(st, res, res.Kernel)
+						if err != nil {
+							return err
+						}
+						b.Evaluation = rec.ID
+					}
+					if err := st.PutBaseline(b); err != nil {
+						return err
+					}
+					out = append(out, b)
+					if !asJSON {
+						if b.Stats != nil {
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, 1/b.Speedup)
+						} else {
+							fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
+						}
+						tw.Flush()
+					}
+				}
+			}
+			if asJSON {
+				return printJSON(a.out, out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&taskIDs, "task", nil, "task id (repeatable; default: the whole suite)")
+	cmd.Flags().IntVar(&level, "level", 0, "only suite tasks of this level")
+	cmd.Flags().StringSliceVar(&modes, "modes", contract.BaselineModes, "modes to time")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addContractFlags(cmd)
+	return cmd
+}
+
+func validMode(m string) bool {
+	if m == "cudagraphs" {
+		return true
+	}
+	for _, k := range contract.BaselineModes {
+		if k == m {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,301 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kbplatform/kbplatform/core/contract"
+	"github.com/kbplatform/kbplatform/core/pipeline"
+	"github.com/kbplatform/kbplatform/core/store"
+	"github.com/kbplatform/kbplatform/examples/kernels"
+)
+
+func (a *app) evalCmd() *cobra.Command {
+	var taskID string
+	var kernelFiles []string
+	var examples, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "eval --task ID --kernel FILE | eval --examples",
+		Short: "Evaluate candidate kernels with the contract and store the verdicts",
+		Long: `Evaluate one or more ModelNew files against a task, or (--examples) every bundled example
+kernel that runs on the device. Each evaluation checks correctness over several seeds and input
+distributions in an isolated process, times candidate and PyTorch eager the same way, and stores
+the record in the database. Exit status 3 means at least one kernel failed its verdict.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if examples == (taskID != "" || len(kernelFiles) > 0) {
+				return fmt.Errorf("give either --examples, or --task with one or more --kernel files")
+			}
+			if !examples && (taskID == "" || len(kernelFiles) == 0) {
+				return fmt.Errorf("--task and --kernel are both required")
+			}
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			reg, err := a.registry(st)
+			if err != nil {
+				return err
+			}
+			py, err := a.python()
+			if err != nil {
+				return err
+			}
+			device := a.device(py)
+			var jobs []pipeline.Job
+			if examples {
+				entries, err := kernels.Load()
+				if err != nil {
+					return err
+				}
+				for _, e := range entries {
+					if !e.Runs(device) {
+						continue
+					}
+					t, err := reg.Get(e.Task)
+					if err != nil {
+						return fmt.Errorf("example %s: %w", e.Name(), err)
+					}
+					ct, err := t.Contract(t.PickSize(a.cfg.Size, device))
+					if err != nil {
+						return err
+					}
+					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: contract.Kernel{Hash: e.Hash, Source: e.Source, Name: e.Name()}, Device: device, Label: e.Backend})
+				}
+				if len(jobs) == 0 {
+					return fmt.Errorf("no bundled kernel runs on %s", device)
+				}
+			} else {
+				t, err := reg.Get(taskID)
+				if err != nil {
+					return err
+				}
+				ct, err := t.Contract(t.PickSize(a.cfg.Size, device))
+				if err != nil {
+					return err
+				}
+				for _, f := range kernelFiles {
+					k, err := readKernel(f)
+					if err != nil {
+						return err
+					}
+					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: k, Device: device})
+				}
+			}
+			ev, err := a.evaluator(py)
+			if err != nil {
+				return err
+			}
+			defer ev.Close()
+			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
+			var stored []*store.Evaluation
+			failed := 0
+			runner := &pipeline.Runner{Eval: ev, CompileWorkers: a.cfg.CompileWorkers}
+			var storeErr error
+			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
+				rec, err := a.storeResult(st, o.Result, o.Job.Kernel)
+				if err != nil && storeErr == nil {
+					storeErr = err
+				}
+				stored = append(stored, rec)
+				if o.Result.Verdict != contract.Pass {
+					failed++
+				}
+				if !asJSON && len(jobs) > 1 {
+					a.progress("[%d/%d] %s %s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, shortVerdict(o.Result))
+				}
+			})
+			if storeErr != nil {
+				return fmt.Errorf("storing results: %w", storeErr)
+			}
+			switch {
+			case asJSON && len(stored) == 1:
+				err = printJSON(a.out, stored[0])
+			case asJSON:
+				err = printJSON(a.out, stored)
+			case len(stored) == 1:
+				renderVerdict(a.out, stored[0])
+			default:
+				renderTable(a.out, stored)
+			}
+			if err != nil {
+				return err
+			}
+			if failed > 0 {
+				return exitError{code: 3, msg: fmt.Sprintf("%d of %d evaluations did not pass", failed, len(stored))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&taskID, "task", "", "task id (see `tasks list`) or a task .py file")
+	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate file defining ModelNew (repeatable)")
+	cmd.Flags().BoolVar(&examples, "examples", false, "evaluate the bundled example kernels that run on the device")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored record(s) as JSON")
+	addContractFlags(cmd)
+	return cmd
+}
+
+func readKernel(path string) (contract.Kernel, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return contract.Kernel{}, err
+	}
+	h := sha256.Sum256(b)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	return contract.Kernel{Hash: hex.EncodeToString(h[:]), Source: string(b), Name: abs}, nil
+}
+
+// storeResult writes the kernel and the evaluation; the record is durable when this returns.
+func (a *app) storeResult(st *store.Store, res *contract.Result, k contract.Kernel) (*store.Evaluation, error) {
+	if err := st.PutKernel(store.KernelRecord{Hash: k.Hash, Source: k.Source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
+		return &store.Evaluation{Result: res}, err
+	}
+	ev := &store.Evaluation{Target: "local/" + res.Device, Result: res}
+	return ev, st.PutEvaluation(ev)
+}
+
+func shortVerdict(r *contract.Result) string {
+	switch {
+	case r.Verdict == contract.Pass && r.Timing != nil:
+		return fmt.Sprintf("PASS %.2fx (%.4f ms vs eager %.4f ms)", r.Timing.Speedup, r.Timing.Candidate.Median, r.Timing.Reference.Median)
+	case r.Verdict == contract.Pass:
+		return "PASS"
+	case r.Verdict == contract.VerdictError:
+		return "ERROR " + r.ErrorClass
+	}
+	return "FAIL " + r.ErrorClass
+}
+
+func firstLines(s string, n, width int) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if len(out) == n {
+			out = append(out, "...")
+			break
+		}
+		if len(l) > width {
+			l = l[:width] + "…"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// renderVerdict prints the one-screen summary of an evaluation.
+func renderVerdict(w io.Writer, ev *store.Evaluation) {
+	r := ev.Result
+	fmt.Fprintf(w, "task      %s (size %s)\n", r.Task.ID, r.Task.Size)
+	fmt.Fprintf(w, "kernel    %s (%s)\n", r.Kernel.Name, short(r.Kernel.Hash))
+	fmt.Fprintf(w, "device    %s — %s\n", r.Device, r.Fingerprint.Summary())
+	switch r.Verdict {
+	case contract.Pass:
+		n := len(r.Trials)
+		checked := 0
+		if r.Timing != nil {
+			checked = r.Timing.Checked
+		}
+		fmt.Fprintf(w, "verdict   PASS — correct on %d/%d trials (%s), %d timed outputs re-checked\n", n, n, trialSummary(r), checked)
+	case contract.VerdictError:
+		fmt.Fprintf(w, "verdict   ERROR (no verdict) — %s during %s\n", r.ErrorClass, r.Phase)
+	default:
+		fmt.Fprintf(w, "verdict   FAIL — %s during %s\n", r.ErrorClass, r.Phase)
+	}
+	if r.Message != "" {
+		for i, l := range firstLines(r.Message, 24, 160) {
+			if i == 0 {
+				fmt.Fprintf(w, "why       %s\n", l)
+			} else {
+				fmt.Fprintf(w, "          %s\n", l)
+			}
+		}
+	}
+	if m := r.Mismatch; m != nil && r.ErrorClass == contract.ClassMismatch {
+		fmt.Fprintf(w, "where     %s, distribution %s, seed %d", m.Phase, m.Dist, m.Seed)
+		if m.Phase == "timing" {
+			fmt.Fprintf(w, ", timed call %d", m.Call)
+		}
+		fmt.Fprintln(w)
+	}
+	if t := r.Timing; t != nil {
+		fmt.Fprintf(w, "timing    candidate median %.4f ms  (IQR %.4f, CV %.1f%%, n=%d)\n", t.Candidate.Median, t.Candidate.IQR, 100*t.Candidate.CV, t.Candidate.N)
+		fmt.Fprintf(w, "          eager     median %.4f ms  (IQR %.4f, CV %.1f%%, n=%d)\n", t.Reference.Median, t.Reference.IQR, 100*t.Reference.CV, t.Reference.N)
+		fmt.Fprintf(w, "speedup   %.3fx vs PyTorch eager\n", t.Speedup)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "warning   %s\n", warn)
+	}
+	if ev.ID != "" {
+		fmt.Fprintf(w, "stored    %s (kbplatform results show %s)\n", ev.ID, ev.ID[:12])
+	}
+}
+
+func trialSummary(r *contract.Result) string {
+	seen := map[string]int{}
+	var order []string
+	for _, t := range r.Trials {
+		if seen[t.Dist] == 0 {
+			order = append(order, t.Dist)
+		}
+		seen[t.Dist]++
+	}
+	var parts []string
+	for _, d := range order {
+		parts = append(parts, fmt.Sprintf("%s×%d", d, seen[d]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// renderTable prints one line per evaluation.
+func renderTable(w io.Writer, evs []*store.Evaluation) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tKERNEL\tDEVICE\tVERDICT\tCANDIDATE ms\tEAGER ms\tSPEEDUP\tID")
+	for _, ev := range evs {
+		r := ev.Result
+		cand, eager, speed := "-", "-", "-"
+		if r.Timing != nil {
+			cand = fmt.Sprintf("%.4f", r.Timing.Candidate.Median)
+			eager = fmt.Sprintf("%.4f", r.Timing.Reference.Median)
+			speed = fmt.Sprintf("%.2fx", r.Timing.Speedup)
+		}
+		verdict := strings.ToUpper(r.Verdict)
+		if r.ErrorClass != "" {
+			verdict += " " + r.ErrorClass
+		}
+		id := "-"
+		if len(ev.ID) >= 12 {
+			id = ev.ID[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Task.ID, trimName(r.Kernel.Name), r.Device, verdict, cand, eager, speed, id)
+	}
+	tw.Flush()
+}
+
+func trimName(n string) string {
+	if i := strings.Index(n, "examples/kernels/"); i >= 0 {
+		return n[i+len("examples/kernels/"):]
+	}
+	if len(n) > 40 {
+		return "…" + n[len(n)-39:]
+	}
+	return n
+}

@@ -1,0 +1,114 @@
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Validation is the outcome of running a task's reference on its own.
+type Validation struct {
+	TaskID   string         `json:"task_id"`
+	Size     string         `json:"size"`
+	Device   string         `json:"device"`
+	Path     string         `json:"path,omitempty"`
+	OK       bool           `json:"ok"`
+	Output   string         `json:"output,omitempty"` // e.g. float32[64, 4096]
+	Errors   []string       `json:"errors,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
+	Report   map[string]any `json:"report,omitempty"`
+}
+
+// Validate runs the task's reference in a clean process on every input distribution: it must
+// build, run, be deterministic and give finite outputs. A reference whose output barely changes
+// between seeds gets a warning: a constant "kernel" would pass such a task.
+func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Validation {
+	v := &Validation{TaskID: t.ID, Size: t.Size, Device: device}
+	fail := func(msg string) *Validation {
+		v.OK = false
+		v.Errors = append(v.Errors, msg)
+		return v
+	}
+	ref, err := e.reference(ctx, t, device, "eager")
+	if err != nil {
+		return fail(err.Error())
+	}
+	taskPath, err := e.writeTask(t)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if _, _, err := ref.p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": 1, "mode": "eager"}, nil); err != nil {
+		_, msg, _ := describeErr(err)
+		ref.p.kill()
+		return fail("the reference does not build: " + msg)
+	}
+	dists := t.Distributions
+	if len(dists) == 0 {
+		dists = []string{"default", "scaled"}
+	}
+	cmd := map[string]any{"op": "validate", "distributions": dists, "seeds": []int{11, 12}}
+	if t.Tolerance != nil {
+		cmd["tolerance"] = t.Tolerance
+	}
+	resp, _, err := ref.p.call(ctx, e.opt.Config.CallTimeout, cmd, nil)
+	if err != nil {
+		_, msg, _ := describeErr(err)
+		ref.p.kill()
+		return fail("the reference raised: " + msg)
+	}
+	var rep struct {
+		Distributions []struct {
+			Dist          string           `json:"dist"`
+			Nonfinite     int              `json:"nonfinite"`
+			Deterministic bool             `json:"deterministic"`
+			Varies        *bool            `json:"varies_with_seed"`
+			Output        []map[string]any `json:"output"`
+		} `json:"distributions"`
+	}
+	b, _ := json.Marshal(resp)
+	_ = json.Unmarshal(b, &rep)
+	_ = json.Unmarshal(b, &v.Report)
+	delete(v.Report, "seq")
+	delete(v.Report, "ok")
+	v.OK = true
+	for _, d := range rep.Distributions {
+		if d.Nonfinite > 0 {
+			v.OK = false
+			v.Errors = append(v.Errors, fmt.Sprintf("distribution %s gives %d non-finite reference values", d.Dist, d.Nonfinite))
+		}
+		if !d.Deterministic {
+			v.OK = false
+			v.Errors = append(v.Errors, fmt.Sprintf("the reference is not deterministic under %s", d.Dist))
+		}
+		if d.Varies != nil && !*d.Varies {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("under %s the output barely changes between seeds (within tolerance): a constant kernel would pass those trials", d.Dist))
+		}
+		if len(d.Output) > 0 && v.Output == "" {
+			var parts []string
+			for _, o := range d.Output {
+				if dt, ok := o["dtype"]; ok {
+					parts = append(parts, fmt.Sprintf("%v%v", dt, o["shape"]))
+				} else {
+					parts = append(parts, fmt.Sprintf("%v", o["value"]))
+				}
+			}
+			v.Output = strings.Join(parts, ", ")
+		}
+	}
+	return v
+}
+
+// BaselineModes are the execution modes `kbplatform baseline` times by default.
+var BaselineModes = []string{"eager", "compile-default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"}
+
+// identityKernel runs the task's own Model as the candidate.
+const identityKernel = "# The task's own Model, run as a candidate (a baseline).\nfrom kbp_task import Model as ModelNew  # noqa: F401\n"
+
+// Baseline evaluates the task's own Model in an execution mode against eager, with the full
+// contract: correctness of the mode's outputs, then both timed the same way. For mode "eager" the
+// speedup is an A/A measurement: how far from 1.0 the platform's noise puts it.
+func (e *Evaluator) Baseline(ctx context.Context, t Task, device, mode string) *Result {
+	k := Kernel{Hash: hashString(identityKernel + mode), Source: identityKernel, Name: "baseline:" + mode}
+	return e.evaluate(ctx, t, k, device, nil, mode)
+}

@@ -1,0 +1,110 @@
+import math
+
+import pytest
+import torch
+
+from kbpworker import compare
+
+
+def test_identical_passes():
+    ref = torch.randn(32, 64)
+    r = compare.compare_tensor(ref.clone(), ref)
+    assert r["ok"], r
+
+
+def test_dtype_and_shape_mismatch():
+    ref = torch.randn(4, 4)
+    assert compare.compare_tensor(ref.double(), ref)["kind"] == "dtype"
+    assert compare.compare_tensor(ref.reshape(16), ref)["kind"] == "shape"
+
+
+def test_tolerance_is_dtype_aware():
+    ref = torch.ones(100)
+    assert compare.compare_tensor(ref + 5e-5, ref)["ok"]  # within 1e-4 + 1e-4*1
+    assert not compare.compare_tensor(ref + 5e-4, ref)["ok"]
+    h = torch.ones(100, dtype=torch.bfloat16)
+    assert compare.compare_tensor(h * 1.0078125, h)["ok"]  # one bf16 ulp at 1.0, within 1e-2
+    assert compare.compare_tensor(ref + 5e-4, ref, {"atol": 1e-3, "rtol": 0})["ok"]
+
+
+def test_nan_and_inf_are_never_wildcards():
+    ref = torch.tensor([1.0, float("nan"), float("inf"), 2.0])
+    same = ref.clone()
+    assert compare.compare_tensor(same, ref)["ok"]
+    out = torch.tensor([1.0, 0.0, float("inf"), 2.0])
+    assert not compare.compare_tensor(out, ref)["ok"]
+    out = torch.tensor([1.0, float("nan"), float("-inf"), 2.0])
+    assert not compare.compare_tensor(out, ref)["ok"]
+    out = torch.tensor([float("nan"), float("nan"), float("inf"), 2.0])
+    r = compare.compare_tensor(out, torch.tensor([1.0, float("nan"), float("inf"), 2.0]))
+    assert not r["ok"] and r["first_wrong_index"] == [0] and r["out_nonfinite"] == 3
+
+
+def test_integers_exact():
+    ref = torch.arange(10)
+    assert compare.compare_tensor(ref.clone(), ref)["ok"]
+    out = ref.clone()
+    out[3] += 1
+    r = compare.compare_tensor(out, ref)
+    assert not r["ok"] and r["wrong"] == 1 and r["first_wrong_index"] == [3]
+
+
+def test_error_statistics():
+    ref = torch.zeros(10, 10)
+    out = ref.clone()
+    out[2, 3] = 0.5
+    out[7, 1] = -2.0
+    r = compare.compare_tensor(out, ref)
+    assert r["wrong"] == 2 and r["total"] == 100
+    assert r["max_abs_err"] == pytest.approx(2.0)
+    assert r["mean_abs_err"] == pytest.approx(2.5 / 100)
+    assert r["first_wrong_index"] == [2, 3]
+    assert math.isclose(r["wrong_fraction"], 0.02)
+
+
+@pytest.mark.parametrize(
+    "damage,kind",
+    [
+        (lambda o: o[5].add_(1), "rows"),
+        (lambda o: o[:, 7].add_(1), "cols"),
+        (lambda o: o[:, 250:].add_(1), "col_tail"),
+        (lambda o: o[60:].add_(1), "row_tail"),
+        (lambda o: o[:, 31::32].add_(1), "tile_edges"),
+        (lambda o: o.add_(1), "everywhere"),
+    ],
+)
+def test_patterns(damage, kind):
+    ref = torch.randn(64, 256)
+    out = ref.clone()
+    damage(out)
+    r = compare.compare_tensor(out, ref)
+    assert not r["ok"]
+    assert r["pattern"]["kind"] == kind, r["pattern"]
+    assert r["message"]
+
+
+def test_scattered_pattern():
+    torch.manual_seed(0)
+    ref = torch.randn(64, 256)
+    out = ref.clone()
+    mask = torch.rand(64, 256) < 0.3
+    out[mask] += 1
+    assert compare.compare_tensor(out, ref)["pattern"]["kind"] == "scattered"
+
+
+def test_strides_policy():
+    ref = torch.randn(8, 16)
+    out_t = ref.t().contiguous().t()  # same values, column-major
+    assert compare.compare_tensor(out_t, ref)["ok"]
+    assert compare.compare_tensor(out_t, ref, strides="exact")["kind"] == "strides"
+    assert compare.compare_tensor(out_t, ref, strides="contiguous")["kind"] == "strides"
+
+
+def test_structure():
+    a = torch.randn(3)
+    sig, leaves = compare.flatten((a, [a, 2.0]))
+    assert sig == "(T,(T,S))" and len(leaves) == 3
+    r = compare.compare_leaves("(T,T)", [a, a], "(T,(T,S))", leaves)
+    assert not r["ok"] and r["kind"] == "structure"
+    with pytest.raises(TypeError):
+        compare.flatten({"a": a})

@@ -1,0 +1,31 @@
+import os
+
+import pytest
+import torch
+
+from kbpworker import extcache
+
+SRC = """
+#include <torch/extension.h>
+torch::Tensor twice(torch::Tensor x) { return x * 2; }
+"""
+
+
+def test_second_load_hits_the_cache(tmp_path):
+    cache = extcache.ExtensionCache(str(tmp_path))
+    mod = cache.load_inline("kbp_t_twice", SRC, functions=["twice"])
+    assert torch.equal(mod.twice(torch.ones(3)), torch.full((3,), 2.0))
+    assert cache.builds == 1 and cache.hits == 0
+    again = extcache.ExtensionCache(str(tmp_path))
+    mod2 = again.load_inline("kbp_t_twice", SRC, functions=["twice"])
+    assert again.hits == 1 and again.builds == 0
+    assert torch.equal(mod2.twice(torch.ones(2)), torch.full((2,), 2.0))
+
+
+def test_compile_error_carries_compiler_output(tmp_path):
+    cache = extcache.ExtensionCache(str(tmp_path))
+    with pytest.raises(extcache.CompileError) as e:
+        cache.load_inline("kbp_t_broken", "int broken( { return 0; }", functions=[])
+    assert "error" in str(e.value).lower()
+    # A failed build is not cached as a success.
+    assert not any(os.path.exists(os.path.join(d, "ok")) for d, _, _ in os.walk(str(tmp_path)))

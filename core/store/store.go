@@ -1,0 +1,468 @@
+// Package store keeps kbplatform's records in Badger: tasks, kernels, evaluations, baselines.
+//
+// Every write is synced before it returns, so a record the CLI reports as stored survives a crash.
+// Only the core process opens the database (Badger holds an exclusive directory lock).
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/kbplatform/kbplatform/core/contract"
+)
+
+// Errors.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrLocked    = errors.New("database is in use by another kbplatform process")
+	ErrAmbiguous = errors.New("ambiguous id")
+)
+
+// schema is the version of the record encoding.
+const schema = 1
+
+// Key prefixes.
+const (
+	pTask     = "t/"
+	pKernel   = "k/"
+	pEval     = "e/"
+	pBaseline = "b/"
+	ixTask    = "ix/task/"
+	ixKernel  = "ix/kernel/"
+	ixUnit    = "ix/unit/"
+)
+
+// Store is an open database.
+type Store struct {
+	db  *badger.DB
+	dir string
+}
+
+// Open opens (creating if needed) the database in dir.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	opts := badger.DefaultOptions(dir).
+		WithSyncWrites(true).
+		WithLogger(quietLogger{}).
+		WithNumVersionsToKeep(1).
+		WithMemTableSize(16 << 20).
+		WithValueLogFileSize(256 << 20)
+	db, err := badger.Open(opts)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") || strings.Contains(err.Error(), "resource temporarily unavailable") {
+			return nil, fmt.Errorf("%w (%s): wait for it to finish or use another --db", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("open database %s: %w", dir, err)
+	}
+	return &Store{db: db, dir: dir}, nil
+}
+
+// Dir is where the database lives.
+func (s *Store) Dir() string { return s.dir }
+
+// Close flushes and closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+type quietLogger struct{}
+
+func (quietLogger) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, "badger: "+f, a...) }
+func (quietLogger) Warningf(f string, a ...any) {
+	if !strings.Contains(f, "ignoring") {
+		fmt.Fprintf(os.Stderr, "badger: "+f, a...)
+	}
+}
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Debugf(string, ...any) {}
+
+type envelope struct {
+	Schema int             `json:"schema"`
+	Kind   string          `json:"kind"`
+	Data   json.RawMessage `json:"data"`
+}
+
+func encode(kind string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(envelope{Schema: schema, Kind: kind, Data: b})
+}
+
+func decode(b []byte, kind string, v any) error {
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return fmt.Errorf("corrupt record: %w", err)
+	}
+	if env.Kind != kind {
+		return fmt.Errorf("record is a %s, expected %s", env.Kind, kind)
+	}
+	if env.Schema > schema {
+		return fmt.Errorf("record schema %d is newer than this kbplatform understands (%d)", env.Schema, schema)
+	}
+	return json.Unmarshal(env.Data, v)
+}
+
+func (s *Store) put(kvs map[string][]byte) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		keys := make([]string, 0, len(kvs))
+		for k := range kvs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := txn.Set([]byte(k), kvs[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Store) get(key, kind string, v any) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get([]byte(key))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return it.Value(func(b []byte) error { return decode(b, kind, v) })
+	})
+}
+
+// scan visits keys with prefix in order (reverse: newest first for time-ordered keys).
+func (s *Store) scan(prefix string, reverse bool, fn func(key, val []byte) (bool, error)) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Reverse = reverse
+		opts.Prefix = []byte(prefix)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		seek := []byte(prefix)
+		if reverse {
+			seek = append(append([]byte(nil), seek...), 0xff)
+		}
+		for it.Seek(seek); it.ValidForPrefix([]byte(prefix)); it.Next() {
+			item := it.Item()
+			var cont bool
+			err := item.Value(func(v []byte) error {
+				var err error
+				cont, err = fn(item.KeyCopy(nil), v)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !cont {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// NewID returns a time-ordered id: 12 hex digits of milliseconds, 8 random.
+func NewID(t time.Time) string {
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	return fmt.Sprintf("%012x%s", t.UnixMilli(), hex.EncodeToString(r[:]))
+}
+
+// ---- tasks -------------------------------------------------------------------------------------
+
+// TaskRecord is a task the store knows (imported tasks live only here).
+type TaskRecord struct {
+	ID         string    `json:"id"`
+	Origin     string    `json:"origin"`
+	Path       string    `json:"path"`
+	Source     string    `json:"source"`
+	Hash       string    `json:"hash"`
+	Meta       any       `json:"meta"`
+	ImportedAt time.Time `json:"imported_at"`
+}
+
+// PutTasks stores task records in one transaction.
+func (s *Store) PutTasks(recs []TaskRecord) error {
+	for start := 0; start < len(recs); start += 500 {
+		kvs := map[string][]byte{}
+		for _, r := range recs[start:min(len(recs), start+500)] {
+			b, err := encode("task", r)
+			if err != nil {
+				return err
+			}
+			kvs[pTask+r.ID] = b
+		}
+		if err := s.put(kvs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Tasks lists stored task records by id.
+func (s *Store) Tasks() ([]TaskRecord, error) {
+	var out []TaskRecord
+	err := s.scan(pTask, false, func(_, v []byte) (bool, error) {
+		var r TaskRecord
+		if err := decode(v, "task", &r); err != nil {
+			return false, err
+		}
+		out = append(out, r)
+		return true, nil
+	})
+	return out, err
+}
+
+// ---- kernels -----------------------------------------------------------------------------------
+
+// KernelRecord is a candidate source, content-addressed.
+type KernelRecord struct {
+	Hash      string    `json:"hash"`
+	Source    string    `json:"source"`
+	Name      string    `json:"name"`
+	FirstSeen time.Time `json:"first_seen"`
+}
+
+// PutKernel stores a kernel unless its hash is already there.
+func (s *Store) PutKernel(k KernelRecord) error {
+	var old KernelRecord
+	if err := s.get(pKernel+k.Hash, "kernel", &old); err == nil {
+		return nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	b, err := encode("kernel", k)
+	if err != nil {
+		return err
+	}
+	return s.put(map[string][]byte{pKernel + k.Hash: b})
+}
+
+// Kernel returns a stored kernel by hash or unique hash prefix.
+func (s *Store) Kernel(hash string) (KernelRecord, error) {
+	var k KernelRecord
+	key, err := s.resolve(pKernel, hash)
+	if err != nil {
+		return k, err
+	}
+	return k, s.get(key, "kernel", &k)
+}
+
+// ---- evaluations -------------------------------------------------------------------------------
+
+// Evaluation is a stored evaluation.
+type Evaluation struct {
+	ID       string           `json:"id"`
+	Target   string           `json:"target"`   // e.g. local/cpu
+	Platform string           `json:"platform"` // fingerprint key
+	StoredAt time.Time        `json:"stored_at"`
+	Result   *contract.Result `json:"result"`
+	Study    string           `json:"study,omitempty"`
+}
+
+// UnitKey identifies what an evaluation measured: kernel × task × size × platform × contract.
+func UnitKey(kernelHash, taskID, size, platform, contractVersion string) string {
+	return strings.Join([]string{kernelHash, taskID, size, platform, contractVersion}, "|")
+}
+
+// PutEvaluation stores an evaluation and its indexes atomically; it assigns ID if empty.
+func (s *Store) PutEvaluation(ev *Evaluation) error {
+	if ev.Result == nil {
+		return errors.New("evaluation without result")
+	}
+	if ev.ID == "" {
+		ev.ID = NewID(time.Now())
+	}
+	if ev.StoredAt.IsZero() {
+		ev.StoredAt = time.Now().UTC()
+	}
+	if ev.Platform == "" {
+		ev.Platform = ev.Result.Fingerprint.Key()
+	}
+	b, err := encode("evaluation", ev)
+	if err != nil {
+		return err
+	}
+	r := ev.Result
+	kvs := map[string][]byte{
+		pEval + ev.ID:                             b,
+		ixTask + r.Task.ID + "\x00" + ev.ID:       nil,
+		ixKernel + r.Kernel.Hash + "\x00" + ev.ID: nil,
+		ixUnit + UnitKey(r.Kernel.Hash, r.Task.ID, r.Task.Size, ev.Platform, r.Contract) + "\x00" + ev.ID: nil,
+	}
+	return s.put(kvs)
+}
+
+// Evaluation returns an evaluation by id or unique id prefix.
+func (s *Store) Evaluation(id string) (*Evaluation, error) {
+	key, err := s.resolve(pEval, id)
+	if err != nil {
+		return nil, err
+	}
+	var ev Evaluation
+	if err := s.get(key, "evaluation", &ev); err != nil {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+// resolve turns an id prefix into a full key.
+func (s *Store) resolve(prefix, id string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("%w: empty id", ErrNotFound)
+	}
+	var keys []string
+	err := s.scan(prefix+id, false, func(k, _ []byte) (bool, error) {
+		keys = append(keys, string(k))
+		return len(keys) < 2, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	switch len(keys) {
+	case 0:
+		return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+	case 1:
+		return keys[0], nil
+	}
+	return "", fmt.Errorf("%w: %s matches more than one record", ErrAmbiguous, id)
+}
+
+// EvalFilter selects evaluations.
+type EvalFilter struct {
+	Task    string
+	Kernel  string
+	Verdict string
+	Limit   int
+}
+
+// Evaluations lists evaluations, newest first.
+func (s *Store) Evaluations(f EvalFilter) ([]*Evaluation, error) {
+	var ids []string
+	limit := f.Limit
+	collect := func(prefix string) error {
+		return s.scan(prefix, true, func(k, _ []byte) (bool, error) {
+			i := bytes.IndexByte(k, 0)
+			if i < 0 {
+				return true, nil
+			}
+			ids = append(ids, string(k[i+1:]))
+			return true, nil
+		})
+	}
+	switch {
+	case f.Task != "":
+		if err := collect(ixTask + f.Task + "\x00"); err != nil {
+			return nil, err
+		}
+	case f.Kernel != "":
+		full, err := s.Kernel(f.Kernel)
+		if err != nil {
+			return nil, err
+		}
+		if err := collect(ixKernel + full.Hash + "\x00"); err != nil {
+			return nil, err
+		}
+	default:
+		err := s.scan(pEval, true, func(k, _ []byte) (bool, error) {
+			ids = append(ids, strings.TrimPrefix(string(k), pEval))
+			return true, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	var out []*Evaluation
+	for _, id := range ids {
+		var ev Evaluation
+		if err := s.get(pEval+id, "evaluation", &ev); err != nil {
+			return nil, err
+		}
+		if f.Kernel != "" && !strings.HasPrefix(ev.Result.Kernel.Hash, f.Kernel) {
+			continue
+		}
+		if f.Verdict != "" && ev.Result.Verdict != f.Verdict && ev.Result.ErrorClass != f.Verdict {
+			continue
+		}
+		out = append(out, &ev)
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// HasUnit reports whether an evaluation of this unit exists (for resumable studies).
+func (s *Store) HasUnit(unit string) (bool, error) {
+	found := false
+	err := s.scan(ixUnit+unit+"\x00", false, func(_, _ []byte) (bool, error) {
+		found = true
+		return false, nil
+	})
+	return found, err
+}
+
+// ---- baselines ---------------------------------------------------------------------------------
+
+// Baseline is a timing of the task's own Model in one execution mode on one platform.
+type Baseline struct {
+	TaskID      string               `json:"task_id"`
+	TaskHash    string               `json:"task_hash"`
+	Size        string               `json:"size"`
+	Mode        string               `json:"mode"`
+	Device      string               `json:"device"`
+	Platform    string               `json:"platform"`
+	Fingerprint contract.Fingerprint `json:"fingerprint"`
+	Stats       *contract.Stats      `json:"stats,omitempty"`
+	Eager       *contract.Stats      `json:"eager,omitempty"`   // eager timed in the same run
+	Speedup     float64              `json:"speedup,omitempty"` // eager median / this mode's median
+	Verdict     string               `json:"verdict"`
+	Error       string               `json:"error,omitempty"`
+	Evaluation  string               `json:"evaluation,omitempty"`
+	MeasuredAt  time.Time            `json:"measured_at"`
+}
+
+func baselineKey(b Baseline) string {
+	return pBaseline + strings.Join([]string{b.TaskID, b.Size, b.Platform, b.Mode}, "|")
+}
+
+// PutBaseline stores (replaces) a baseline.
+func (s *Store) PutBaseline(b Baseline) error {
+	v, err := encode("baseline", b)
+	if err != nil {
+		return err
+	}
+	return s.put(map[string][]byte{baselineKey(b): v})
+}
+
+// Baselines lists baselines, optionally for one task.
+func (s *Store) Baselines(task string) ([]Baseline, error) {
+	prefix := pBaseline
+	if task != "" {
+		prefix += task + "|"
+	}
+	var out []Baseline
+	err := s.scan(prefix, false, func(_, v []byte) (bool, error) {
+		var b Baseline
+		if err := decode(v, "baseline", &b); err != nil {
+			return false, err
+		}
+		out = append(out, b)
+		return true, nil
+	})
+	return out, err
+}
