@@ -88,6 +88,10 @@ Results are stored per task, size, platform fingerprint and mode.`,
 					} else {
 						res = ev.Baseline(a.ctx, ct, device, mode)
 					}
+					if res.ErrorClass == contract.ClassInterrupted {
+						tw.Flush()
+						return exitError{code: 130, msg: "interrupted; baselines measured so far are stored"}
+					}
 					b := store.Baseline{TaskID: t.ID, TaskHash: ct.Hash, Size: size, Mode: mode, Device: device,
 						Fingerprint: res.Fingerprint, Platform: res.Fingerprint.Key(), Verdict: res.Verdict, MeasuredAt: time.Now().UTC()}
 					if res.Verdict == contract.Pass && res.Timing != nil {
@@ -114,14 +118,13 @@ Results are stored per task, size, platform fingerprint and mode.`,
 						} else {
 							fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
 						}
-						tw.Flush()
 					}
 				}
 			}
 			if asJSON {
 				return printJSON(a.out, out)
 			}
-			return nil
+			return tw.Flush()
 		},
 	}
 	cmd.Flags().StringArrayVar(&taskIDs, "task", nil, "task id (repeatable; default: the whole suite)")

@@ -102,7 +102,12 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			failed := 0
 			runner := &pipeline.Runner{Eval: ev, CompileWorkers: a.cfg.CompileWorkers}
 			var storeErr error
+			interrupted := 0
 			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
+				if o.Result.ErrorClass == contract.ClassInterrupted {
+					interrupted++ // says nothing about the kernel: not stored
+					return
+				}
 				rec, err := a.storeResult(st, o.Result, o.Job.Kernel)
 				if err != nil && storeErr == nil {
 					storeErr = err
@@ -118,7 +123,11 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			if storeErr != nil {
 				return fmt.Errorf("storing results: %w", storeErr)
 			}
+			if interrupted > 0 {
+				fmt.Fprintf(a.errOut, "interrupted: %d of %d evaluations did not finish and were not stored\n", interrupted, len(jobs))
+			}
 			switch {
+			case len(stored) == 0:
 			case asJSON && len(stored) == 1:
 				err = printJSON(a.out, stored[0])
 			case asJSON:
@@ -130,6 +139,9 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			}
 			if err != nil {
 				return err
+			}
+			if interrupted > 0 {
+				return exitError{code: 130, msg: "interrupted"}
 			}
 			if failed > 0 {
 				return exitError{code: 3, msg: fmt.Sprintf("%d of %d evaluations did not pass", failed, len(stored))}

@@ -236,7 +236,7 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.String("work-dir", "", "scratch folder for output dumps (default: /dev/shm when present)")
 	pf.String("cache-dir", "", "cache folder for kernel builds and the worker")
 	pf.BoolP("quiet", "q", false, "no progress output")
-	root.AddCommand(a.versionCmd(), a.tasksCmd(), a.evalCmd(), a.baselineCmd(), a.resultsCmd())
+	root.AddCommand(a.versionCmd(), a.configCmd(), a.tasksCmd(), a.evalCmd(), a.baselineCmd(), a.resultsCmd())
 	return root
 }
 

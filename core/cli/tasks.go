@@ -254,7 +254,6 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 					}
 					notes := strings.Join(append(append([]string{}, rep.Errors...), rep.Warnings...), "; ")
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, size, status, rep.Output, notes)
-					w.Flush()
 				}
 			}
 			if asJSON {
@@ -262,6 +261,7 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 					return err
 				}
 			} else {
+				w.Flush()
 				fmt.Fprintf(a.out, "%d tasks, %d failed\n", len(list), failed)
 			}
 			if failed > 0 {

@@ -164,3 +164,19 @@ func TestHonestAndWrong(t *testing.T) {
 	}
 	t.Logf("wrong: %s", res.Message)
 }
+
+// An evaluation stopped from outside says nothing about the kernel: verdict error, class
+// interrupted (the CLI does not store those).
+func TestInterruptedIsNotAVerdict(t *testing.T) {
+	e := newEvaluator(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(4*time.Second, cancel)
+	res := e.Evaluate(ctx, loadTask(t, "scale_relu"), loadKernel(t, "sleep_forever"), "cpu", nil)
+	if res.Verdict != VerdictError || res.ErrorClass != ClassInterrupted {
+		t.Fatalf("got %s/%s: %s", res.Verdict, res.ErrorClass, res.Message)
+	}
+	// The evaluator still works afterwards.
+	if res := e.Evaluate(context.Background(), loadTask(t, "scale_relu"), loadKernel(t, "honest_torch"), "cpu", nil); res.Verdict != Pass {
+		t.Fatalf("after interruption: %s %s %s", res.Verdict, res.ErrorClass, res.Message)
+	}
+}

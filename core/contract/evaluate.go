@@ -164,11 +164,17 @@ func (e *Evaluator) writeTask(t Task) (string, error) {
 	if b, err := os.ReadFile(path); err == nil && string(b) == t.Source {
 		return path, nil
 	}
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, []byte(t.Source), 0o600); err != nil {
+	f, err := os.CreateTemp(dir, ".task-*")
+	if err != nil {
 		return "", err
 	}
-	return path, os.Rename(tmp, path)
+	_, werr := f.WriteString(t.Source)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(f.Name())
+		return "", errors.Join(werr, cerr)
+	}
+	return path, os.Rename(f.Name(), path)
 }
 
 func refKey(t Task, device, mode string) string { return t.Hash + "|" + device + "|" + mode }
@@ -339,7 +345,18 @@ func (e *Evaluator) Evaluate(ctx context.Context, t Task, k Kernel, device strin
 	return e.evaluate(ctx, t, k, device, compiled, "eager")
 }
 
-func (e *Evaluator) evaluate(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string) *Result {
+func (e *Evaluator) evaluate(parent context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string) *Result {
+	res := e.run(parent, t, k, device, compiled, mode)
+	if parent.Err() != nil && res.Verdict != Pass {
+		// Stopped from outside (Ctrl-C, a deadline of the caller): whatever failed, it says
+		// nothing about the kernel.
+		res.Verdict, res.ErrorClass, res.Phase = VerdictError, ClassInterrupted, "interrupted"
+		res.Message = "the evaluation was interrupted before it finished: " + parent.Err().Error()
+	}
+	return res
+}
+
+func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string) *Result {
 	cfg := e.opt.Config
 	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC()}
 	defer func() { res.FinishedAt = time.Now().UTC() }()

@@ -20,6 +20,7 @@ const (
 	ClassNondeterm     = "nondeterministic"
 	ClassReference     = "reference_error"
 	ClassHarness       = "harness_error"
+	ClassInterrupted   = "interrupted"
 )
 
 // Verdicts.

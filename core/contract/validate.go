@@ -88,7 +88,7 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 			var parts []string
 			for _, o := range d.Output {
 				if dt, ok := o["dtype"]; ok {
-					parts = append(parts, fmt.Sprintf("%v%v", dt, o["shape"]))
+					parts = append(parts, fmt.Sprintf("%v%s", dt, shapeString(o["shape"])))
 				} else {
 					parts = append(parts, fmt.Sprintf("%v", o["value"]))
 				}
@@ -111,4 +111,16 @@ const identityKernel = "# The task's own Model, run as a candidate (a baseline).
 func (e *Evaluator) Baseline(ctx context.Context, t Task, device, mode string) *Result {
 	k := Kernel{Hash: hashString(identityKernel + mode), Source: identityKernel, Name: "baseline:" + mode}
 	return e.evaluate(ctx, t, k, device, nil, mode)
+}
+
+func shapeString(v any) string {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	parts := make([]string, len(list))
+	for i, x := range list {
+		parts[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }

@@ -14,6 +14,8 @@ DEFAULT_TOL = {
     torch.float32: (1e-4, 1e-4),
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (1e-2, 1e-2),
+    torch.complex64: (1e-4, 1e-4),
+    torch.complex128: (1e-7, 1e-7),
 }
 TILES = (128, 64, 32, 16, 8)  # largest first: the most specific description wins
 

@@ -1,0 +1,96 @@
+package contract
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGPUContract runs the contract's categories with CUDA candidates on the first GPU. It is
+// skipped without one (CI has none); docs/benchmarks.md records its runs on real GPUs.
+func TestGPUContract(t *testing.T) {
+	py := testPython(t)
+	if !py.CUDAAvail {
+		t.Skip("no CUDA device")
+	}
+	e := newEvaluator(t, func(c *Config) {
+		c.CallTimeout = 20 * time.Second
+		c.Seeds = 2
+		c.TimedCalls = 30
+	})
+	small := loadTask(t, "scale_relu")
+	big := loadTask(t, "scale_relu_big")
+	honest := loadKernel(t, "gpu_honest")
+	// after: check that an honest evaluation passes right after (for the cases that kill or hang
+	// the candidate's process, where a broken GPU context would show).
+	cases := []struct {
+		kernel string
+		task   Task
+		class  string
+		after  bool
+	}{
+		{"gpu_honest", big, "", false},
+		{"gpu_side_stream", big, "", false},
+		{"gpu_wrong", big, ClassMismatch, false},
+		{"gpu_compile_error", small, ClassCompile, false},
+		{"gpu_illegal_address", small, ClassIllegalMemory, true},
+		{"gpu_hang", small, ClassTimeout, true},
+		{"gpu_inplace", big, ClassInputMutated, false},
+		{"gpu_unwritten", big, ClassMismatch, false},
+		{"ptr_cache", big, ClassMismatch, false},
+		{"count_calls", big, ClassMismatch, false},
+		{"patch_allclose", small, ClassTampering, false},
+		{"patch_timer", small, ClassTampering, false},
+		{"forge_channel", small, ClassTampering, true},
+		{"os_exit", small, ClassCrash, true},
+		{"background_thread", big, ClassTampering + "|" + ClassMismatch, false},
+	}
+	var table []string
+	medians := map[string]float64{}
+	for _, c := range cases {
+		t.Run(c.kernel, func(t *testing.T) {
+			res := e.Evaluate(context.Background(), c.task, loadKernel(t, c.kernel), "cuda:0", nil)
+			line := fmt.Sprintf("%-20s %-5s %-22s", c.kernel, res.Verdict, res.ErrorClass)
+			if res.Timing != nil {
+				medians[c.kernel] = res.Timing.Candidate.Median
+				line += fmt.Sprintf(" cand %.4f ms eager %.4f ms (%.2fx)", res.Timing.Candidate.Median, res.Timing.Reference.Median, res.Timing.Speedup)
+			} else {
+				line += " " + firstLine(res.Message)
+			}
+			table = append(table, line)
+			t.Log(line)
+			if c.class == "" && res.Verdict != Pass {
+				t.Fatalf("want pass, got %s %s: %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
+			}
+			if c.class != "" && (res.Verdict != Fail || !slices.Contains(strings.Split(c.class, "|"), res.ErrorClass)) {
+				t.Fatalf("want fail/%s, got %s/%s: %s\n%s", c.class, res.Verdict, res.ErrorClass, res.Message, res.Log)
+			}
+			if !c.after {
+				return
+			}
+			after := e.Evaluate(context.Background(), small, honest, "cuda:0", nil)
+			if after.Verdict != Pass {
+				t.Fatalf("honest evaluation after %s: %s %s: %s", c.kernel, after.Verdict, after.ErrorClass, after.Message)
+			}
+		})
+	}
+	// Work on a side stream must be timed, not hidden: the same kernel on the default stream and
+	// on a side stream take the same time.
+	if h, s := medians["gpu_honest"], medians["gpu_side_stream"]; h > 0 && s < 0.7*h {
+		t.Errorf("side-stream kernel timed at %.4f ms against %.4f ms on the default stream", s, h)
+	}
+	t.Logf("GPU contract results:\n%s", strings.Join(table, "\n"))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 100 {
+		s = s[:100]
+	}
+	return s
+}
