@@ -32,6 +32,7 @@ install_deps() {
 	if [ "${KBP_NEED_PYTEST:-0}" = 1 ] && ! "$py" -c 'import pytest' >/dev/null 2>&1; then missing="$missing python3-pytest"; fi
 	command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 	command -v ninja >/dev/null 2>&1 || missing="$missing ninja-build"
+	if [ "${KBP_NEED_PROTOC:-0}" = 1 ] && ! command -v protoc >/dev/null 2>&1; then missing="$missing protobuf-compiler"; fi
 	if [ -n "$missing" ]; then
 		command -v apt-get >/dev/null 2>&1 || die "missing:$missing (install them, or set KBP_PYTHON to a python with torch)"
 		echo "installing:$missing" >&2
@@ -40,4 +41,15 @@ install_deps() {
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >&2
 	fi
 	find_python >/dev/null || die "no python with torch after installing; set KBP_PYTHON"
+}
+
+# build_binaries builds kbplatform (no cgo: the core never links C) and, next to it, the local
+# target plugin with cgo so that it reads GPU fingerprints through NVML (without a C compiler it
+# is skipped and kbplatform uses its built-in local target, which asks nvidia-smi instead).
+build_binaries() {
+	mkdir -p bin
+	CGO_ENABLED=0 go build -o bin/kbplatform ./cmd/kbplatform
+	if command -v gcc >/dev/null 2>&1; then
+		CGO_ENABLED=1 CGO_CFLAGS="${CGO_CFLAGS:--O2} -Wno-deprecated-declarations" go build -o bin/kbplugin-target-local ./cmd/kbplugin-target-local
+	fi
 }

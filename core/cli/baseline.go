@@ -11,6 +11,7 @@ import (
 	"github.com/kbplatform/kbplatform/core/contract"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 func (a *app) baselineCmd() *cobra.Command {
@@ -28,15 +29,11 @@ row is an A/A measurement: eager against eager, whose ratio shows the platform's
 Results are stored per task, size, platform fingerprint and mode.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.openStore()
+			st, reg, err := a.openWithRegistry()
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			reg, err := a.registry(st)
-			if err != nil {
-				return err
-			}
 			var list []*registry.Task
 			for _, id := range taskIDs {
 				t, err := reg.Get(id)
@@ -53,19 +50,14 @@ Results are stored per task, size, platform fingerprint and mode.`,
 					return fmt.Errorf("unknown mode %q (known: %s, cudagraphs)", m, strings.Join(contract.BaselineModes, ", "))
 				}
 			}
-			py, err := a.python()
+			pm := a.pluginManager()
+			defer pm.Close()
+			target, hw, err := a.target(pm)
 			if err != nil {
 				return err
 			}
-			device := a.device(py)
-			if !py.TorchCompile {
-				a.progress("torch %s has no torch.compile: only eager can be timed; compile modes are recorded as errors", py.Torch)
-			}
-			ev, err := a.evaluator(py)
-			if err != nil {
-				return err
-			}
-			defer ev.Close()
+			device := a.device(hw)
+			progress := a.progressSince(time.Now())
 			var out []store.Baseline
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			if !asJSON {
@@ -82,11 +74,12 @@ Results are stored per task, size, platform fingerprint and mode.`,
 				for _, mode := range modes {
 					n++
 					a.progress("[%d/%d] %s (%s) %s", n, total, t.ID, size, mode)
-					var res *contract.Result
-					if mode != "eager" && !py.TorchCompile {
-						res = &contract.Result{Verdict: contract.VerdictError, ErrorClass: contract.ClassHarness, Message: "torch " + py.Torch + " has no torch.compile (needs torch >= 2.0)", Task: ct, Device: device}
-					} else {
-						res = ev.Baseline(a.ctx, ct, device, mode)
+					res, err := target.Target().Baseline(a.ctx, sdk.BaselineRequest{Task: ct, Device: device, Mode: mode, Config: a.cfg.Contract}, progress)
+					if err != nil {
+						res = &contract.Result{Verdict: contract.VerdictError, ErrorClass: contract.ClassHarness, Message: "target: " + err.Error(), Task: ct, Device: device}
+						if a.ctx.Err() != nil {
+							res.ErrorClass = contract.ClassInterrupted
+						}
 					}
 					if res.ErrorClass == contract.ClassInterrupted {
 						tw.Flush()

@@ -38,20 +38,18 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			if !examples && (taskID == "" || len(kernelFiles) == 0) {
 				return fmt.Errorf("--task and --kernel are both required")
 			}
-			st, err := a.openStore()
+			st, reg, err := a.openWithRegistry()
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			reg, err := a.registry(st)
+			pm := a.pluginManager()
+			defer pm.Close()
+			target, hw, err := a.target(pm)
 			if err != nil {
 				return err
 			}
-			py, err := a.python()
-			if err != nil {
-				return err
-			}
-			device := a.device(py)
+			device := a.device(hw)
 			var jobs []pipeline.Job
 			if examples {
 				entries, err := kernels.Load()
@@ -92,14 +90,10 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: k, Device: device})
 				}
 			}
-			ev, err := a.evaluator(py)
-			if err != nil {
-				return err
-			}
-			defer ev.Close()
 			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
 			var stored []*store.Evaluation
 			failed := 0
+			ev := pipeline.Target{Target: target.Target(), Config: a.cfg.Contract, Progress: a.progressSince(time.Now())}
 			runner := &pipeline.Runner{Eval: ev, CompileWorkers: a.cfg.CompileWorkers}
 			var storeErr error
 			interrupted := 0
@@ -175,7 +169,7 @@ func (a *app) storeResult(st *store.Store, res *contract.Result, k contract.Kern
 	if err := st.PutKernel(store.KernelRecord{Hash: k.Hash, Source: k.Source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
 		return &store.Evaluation{Result: res}, err
 	}
-	ev := &store.Evaluation{Target: "local/" + res.Device, Result: res}
+	ev := &store.Evaluation{Target: a.v.GetString("target") + "/" + res.Device, Result: res}
 	return ev, st.PutEvaluation(ev)
 }
 

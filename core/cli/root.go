@@ -17,9 +17,10 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/kbplatform/kbplatform/core/contract"
-	"github.com/kbplatform/kbplatform/core/pyenv"
+	"github.com/kbplatform/kbplatform/core/plugins"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
+	"github.com/kbplatform/kbplatform/sdk"
 	"github.com/kbplatform/kbplatform/tasks"
 )
 
@@ -94,6 +95,10 @@ func newViper(cmd *cobra.Command) (*viper.Viper, error) {
 	v.SetDefault("cache_dir", cache)
 	v.SetDefault("quiet", false)
 	v.SetDefault("compile_workers", 4)
+	v.SetDefault("target", "local")
+	v.SetDefault("plugin_dir", []string{})
+	v.SetDefault("plugin_lock", filepath.Join(data, "plugins.lock"))
+	v.SetDefault("log_level", "warn")
 	v.SetDefault("contract.seeds", d.Seeds)
 	v.SetDefault("contract.timed_calls", d.TimedCalls)
 	v.SetDefault("contract.warmup", d.Warmup)
@@ -236,7 +241,11 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.String("work-dir", "", "scratch folder for output dumps (default: /dev/shm when present)")
 	pf.String("cache-dir", "", "cache folder for kernel builds and the worker")
 	pf.BoolP("quiet", "q", false, "no progress output")
-	root.AddCommand(a.versionCmd(), a.configCmd(), a.tasksCmd(), a.evalCmd(), a.baselineCmd(), a.resultsCmd())
+	pf.StringSlice("plugin-dir", nil, "folder with third-party plugin binaries (repeatable; also KBP_PLUGIN_PATH)")
+	pf.String("plugin-lock", "", "plugin lock file (default: the user data dir's plugins.lock)")
+	pf.String("log-level", "", "plugin log level: error, warn, info, debug, trace")
+	root.AddCommand(a.versionCmd(), a.configCmd(), a.tasksCmd(), a.evalCmd(), a.baselineCmd(), a.resultsCmd(),
+		a.pluginsCmd(), a.pluginCmd(), a.studyCmd())
 	return root
 }
 
@@ -256,6 +265,7 @@ func addContractFlags(cmd *cobra.Command) {
 	f.Int("cpu-threads", 0, "torch threads for CPU evaluations (default 1)")
 	f.Bool("no-flush", false, "do not flush caches between timed calls")
 	f.Int("compile-workers", 0, "candidates compiled ahead of a GPU (default 4)")
+	f.String("target", "", "target plugin to evaluate on (default: local)")
 }
 
 func (a *app) progress(format string, args ...any) {
@@ -265,25 +275,59 @@ func (a *app) progress(format string, args ...any) {
 	fmt.Fprintf(a.errOut, "· "+format+"\n", args...)
 }
 
-// python finds the interpreter once per command.
-func (a *app) python() (*pyenv.Python, error) {
-	return pyenv.Find(a.ctx, a.cfg.Python)
+// target starts the configured target plugin and reads its hardware.
+func (a *app) target(m *plugins.Manager) (*plugins.Instance, *sdk.Hardware, error) {
+	ref := a.v.GetString("target")
+	if !strings.Contains(ref, "/") {
+		ref = "target/" + ref
+	}
+	inst, err := m.Start(a.ctx, ref, a.targetConfig(), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	hw, err := inst.Target().Describe(a.ctx)
+	if err != nil {
+		inst.Close()
+		return nil, nil, fmt.Errorf("%s: %w", ref, err)
+	}
+	return inst, hw, nil
 }
 
-// device resolves "auto".
-func (a *app) device(py *pyenv.Python) string {
+// device resolves "auto": the target's first GPU, else its CPU.
+func (a *app) device(hw *sdk.Hardware) string {
 	d := a.cfg.Device
-	if d == "" || d == "auto" {
-		if py.CUDAAvail {
-			return "cuda:0"
-		}
-		return "cpu"
+	if d != "" && d != "auto" {
+		return d
 	}
-	return d
+	for _, dev := range hw.Devices {
+		if dev.Kind == "cuda" {
+			return dev.Name
+		}
+	}
+	return "cpu"
+}
+
+// progressSince prints target progress with the time since start.
+func (a *app) progressSince(start time.Time) sdk.Progress {
+	return func(msg string) { a.progress("%5.1fs %s", time.Since(start).Seconds(), msg) }
 }
 
 func (a *app) openStore() (*store.Store, error) {
 	return store.Open(a.cfg.DB)
+}
+
+// openWithRegistry opens the store and loads the tasks it knows with the suite.
+func (a *app) openWithRegistry() (*store.Store, *registry.Registry, error) {
+	st, err := a.openStore()
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := a.registry(st)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, reg, nil
 }
 
 // registry loads the suite plus every task imported into the store.
@@ -308,15 +352,4 @@ func (a *app) registry(st *store.Store) (*registry.Registry, error) {
 		}
 	}
 	return reg, nil
-}
-
-func (a *app) evaluator(py *pyenv.Python) (*contract.Evaluator, error) {
-	start := time.Now()
-	return contract.New(contract.Options{
-		Python:   py,
-		WorkDir:  a.cfg.WorkDir,
-		CacheDir: a.cfg.CacheDir,
-		Config:   a.cfg.Contract,
-		Progress: func(msg string) { a.progress("%5.1fs %s", time.Since(start).Seconds(), msg) },
-	})
 }

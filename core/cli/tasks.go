@@ -218,16 +218,13 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 			} else {
 				list = reg.List(registry.Filter{Level: level, Origin: origin})
 			}
-			py, err := a.python()
+			pm := a.pluginManager()
+			defer pm.Close()
+			target, hw, err := a.target(pm)
 			if err != nil {
 				return err
 			}
-			device := a.device(py)
-			ev, err := a.evaluator(py)
-			if err != nil {
-				return err
-			}
-			defer ev.Close()
+			device := a.device(hw)
 			var reports []*contract.Validation
 			failed := 0
 			w := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
@@ -241,7 +238,10 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 					return err
 				}
 				a.progress("[%d/%d] validating %s (%s) on %s", i+1, len(list), t.ID, size, device)
-				rep := ev.Validate(a.ctx, ct, device)
+				rep, err := target.Target().Validate(a.ctx, ct, device, a.cfg.Contract)
+				if err != nil {
+					rep = &contract.Validation{TaskID: t.ID, Size: size, Device: device, Errors: []string{"target: " + err.Error()}}
+				}
 				rep.Path = t.Path
 				reports = append(reports, rep)
 				if !rep.OK {

@@ -19,13 +19,11 @@ import (
 
 	"github.com/kbplatform/kbplatform/core/contract/worker"
 	"github.com/kbplatform/kbplatform/core/pyenv"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // Error is returned for failures of the harness itself (as opposed to verdicts about a kernel).
 var ErrHarness = errors.New("harness error")
-
-// VerdictError marks an evaluation that produced no verdict because the harness or the task failed.
-const VerdictError = "error"
 
 // Options configure an Evaluator.
 type Options struct {
@@ -34,6 +32,11 @@ type Options struct {
 	CacheDir string // extension builds, Triton cache, the extracted worker
 	Config   Config
 	Progress func(msg string)
+	// Recipe carries a backend's build settings: environment for the workers, and flags that the
+	// extension-build wrapper adds to every load_inline/load call.
+	Recipe *sdk.BuildRecipe
+	// HostInfo reads the machine's half of the fingerprint (default: /proc and nvidia-smi).
+	HostInfo func(device string) Fingerprint
 }
 
 // Evaluator runs the contract on this host. It keeps one clean reference process per task,
@@ -41,8 +44,13 @@ type Options struct {
 type Evaluator struct {
 	opt    Options
 	script string
-	mu     sync.Mutex
-	refs   map[string]*refServer
+	*shared
+}
+
+// shared is what every Evaluator derived with With uses together: the reference processes.
+type shared struct {
+	mu   sync.Mutex
+	refs map[string]*refServer
 }
 
 type refServer struct {
@@ -72,7 +80,24 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.Progress == nil {
 		opt.Progress = func(string) {}
 	}
-	return &Evaluator{opt: opt, script: script, refs: map[string]*refServer{}}, nil
+	if opt.HostInfo == nil {
+		opt.HostInfo = DefaultHostInfo
+	}
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}}}, nil
+}
+
+// With returns an Evaluator with another configuration, progress sink and build recipe that
+// shares this one's reference processes.
+func (e *Evaluator) With(cfg Config, progress func(string), recipe *sdk.BuildRecipe) (*Evaluator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opt := e.opt
+	opt.Config, opt.Recipe = cfg, recipe
+	if progress != nil {
+		opt.Progress = progress
+	}
+	return &Evaluator{opt: opt, script: e.script, shared: e.shared}, nil
 }
 
 // Close ends every reference process.
@@ -123,6 +148,16 @@ func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, erro
 	if wdev == "cpu" && e.opt.Config.CPUThreads > 0 {
 		env = append(env, "OMP_NUM_THREADS="+strconv.Itoa(e.opt.Config.CPUThreads))
 	}
+	if r := e.opt.Recipe; r != nil && role == "candidate" {
+		keys := make([]string, 0, len(r.Env))
+		for k := range r.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			env = append(env, k+"="+r.Env[k])
+		}
+	}
 	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Env: env, LogCap: e.opt.Config.LogLimit})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrHarness, err)
@@ -138,6 +173,9 @@ func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, erro
 	}
 	if c := e.opt.Python.Capability; c != "" {
 		settings["cuda_arch"] = c
+	}
+	if r := e.opt.Recipe; r != nil && role == "candidate" {
+		settings["recipe"] = map[string]any{"cflags": r.CFlags, "cuda_cflags": r.CUDAFlags, "include_paths": r.IncludePaths, "ldflags": r.LDFlags}
 	}
 	return p, settings, nil
 }
@@ -177,11 +215,16 @@ func (e *Evaluator) writeTask(t Task) (string, error) {
 	return path, os.Rename(f.Name(), path)
 }
 
-func refKey(t Task, device, mode string) string { return t.Hash + "|" + device + "|" + mode }
+// refKey identifies a reference process: the task, where it runs, how, and the settings it was
+// started with.
+func (e *Evaluator) refKey(t Task, device, mode string) string {
+	c := e.opt.Config
+	return fmt.Sprintf("%s|%s|%s|flush=%v|poison=%v|threads=%d", t.Hash, device, mode, c.FlushCache, c.Poison, c.CPUThreads)
+}
 
 // reference returns the clean reference process for a task, starting it if needed.
 func (e *Evaluator) reference(ctx context.Context, t Task, device, mode string) (*refServer, error) {
-	key := refKey(t, device, mode)
+	key := e.refKey(t, device, mode)
 	e.mu.Lock()
 	r := e.refs[key]
 	e.mu.Unlock()

@@ -5,28 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// hostInfo is what the driver reads about the machine itself: the CPU, the kernel and, for a GPU,
-// what nvidia-smi reports (driver version and clocks at the start of the evaluation).
-func hostInfo(device string) Fingerprint {
-	fp := Fingerprint{
-		"cpu_model": cpuModel(),
-		"cpu_count": runtime.NumCPU(),
-		"os":        runtime.GOOS + "/" + runtime.GOARCH,
-	}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		fp["kernel"] = utsString(u.Release[:])
-	}
+// DefaultHostInfo is what the driver reads about the machine itself: the CPU, the kernel and, for
+// a GPU, what nvidia-smi reports (driver version and clocks at the start of the evaluation).
+func DefaultHostInfo(device string) Fingerprint {
+	fp := BaseHostInfo(device)
 	if strings.HasPrefix(device, "cuda") {
 		idx := "0"
 		if i := strings.IndexByte(device, ':'); i >= 0 {
@@ -35,6 +25,20 @@ func hostInfo(device string) Fingerprint {
 		for k, v := range nvidiaSMI(idx) {
 			fp[k] = v
 		}
+	}
+	return fp
+}
+
+// BaseHostInfo is the device-independent half: CPU and kernel.
+func BaseHostInfo(device string) Fingerprint {
+	fp := Fingerprint{
+		"cpu_model": cpuModel(),
+		"cpu_count": runtime.NumCPU(),
+		"os":        runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	var u syscall.Utsname
+	if syscall.Uname(&u) == nil {
+		fp["kernel"] = utsString(u.Release[:])
 	}
 	return fp
 }
@@ -94,50 +98,11 @@ func (e *Evaluator) fingerprint(device string, worker Fingerprint) Fingerprint {
 	for k, v := range worker {
 		fp[k] = v
 	}
-	for k, v := range hostInfo(device) {
+	for k, v := range e.opt.HostInfo(device) {
 		fp[k] = v
 	}
 	fp["python_path"] = e.opt.Python.Path
 	return fp
-}
-
-// stableKeys are the fingerprint fields that identify a platform; clocks and temperatures are
-// recorded but do not make a new platform.
-var stableKeys = []string{"device_name", "gpu_name", "compute_capability", "driver", "torch", "torch_cuda", "cudnn", "triton", "python", "cpu_model", "cpu_threads"}
-
-// Key returns a short hash identifying the platform the fingerprint describes.
-func (fp Fingerprint) Key() string {
-	keys := append([]string(nil), stableKeys...)
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%s=%v\n", k, fp[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// Summary is a one-line description for humans.
-func (fp Fingerprint) Summary() string {
-	name, _ := fp["device_name"].(string)
-	if g, ok := fp["gpu_name"].(string); ok && g != "" {
-		name = g
-	}
-	if name == "" || name == "x86_64" {
-		if c, ok := fp["cpu_model"].(string); ok {
-			name = c
-		}
-	}
-	parts := []string{name}
-	if t, ok := fp["torch"].(string); ok {
-		parts = append(parts, "torch "+t)
-	}
-	if d, ok := fp["driver"].(string); ok && d != "" {
-		parts = append(parts, "driver "+d)
-	}
-	if t, ok := fp["triton"].(string); ok && t != "" {
-		parts = append(parts, "triton "+t)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func hashString(s string) string {

@@ -7,19 +7,6 @@ import (
 	"strings"
 )
 
-// Validation is the outcome of running a task's reference on its own.
-type Validation struct {
-	TaskID   string         `json:"task_id"`
-	Size     string         `json:"size"`
-	Device   string         `json:"device"`
-	Path     string         `json:"path,omitempty"`
-	OK       bool           `json:"ok"`
-	Output   string         `json:"output,omitempty"` // e.g. float32[64, 4096]
-	Errors   []string       `json:"errors,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
-	Report   map[string]any `json:"report,omitempty"`
-}
-
 // Validate runs the task's reference in a clean process on every input distribution: it must
 // build, run, be deterministic and give finite outputs. A reference whose output barely changes
 // between seeds gets a warning: a constant "kernel" would pass such a task.

@@ -4,15 +4,59 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
-	"github.com/kbplatform/kbplatform/core/contract"
+	"github.com/kbplatform/kbplatform/sdk"
 )
+
+// Evaluator compiles and evaluates; the local contract and a target plugin both serve.
+type Evaluator interface {
+	Compile(ctx context.Context, t sdk.Task, k sdk.Kernel, device string) *sdk.CompileResult
+	Evaluate(ctx context.Context, t sdk.Task, k sdk.Kernel, device string, compiled *sdk.CompileResult) *sdk.Result
+}
+
+// Target adapts a target plugin to Evaluator: a failure of the plugin itself (a crash, a hang)
+// becomes a result with verdict error, so that it can never read as a verdict about the kernel.
+type Target struct {
+	Target   sdk.Target
+	Config   sdk.Config
+	Recipe   *sdk.BuildRecipe
+	Progress sdk.Progress
+}
+
+// Compile asks the target to build the candidate.
+func (t Target) Compile(ctx context.Context, task sdk.Task, k sdk.Kernel, device string) *sdk.CompileResult {
+	c, err := t.Target.Compile(ctx, sdk.CompileRequest{Task: task, Kernel: k, Device: device, Recipe: t.Recipe})
+	if err != nil {
+		return &sdk.CompileResult{ErrorClass: sdk.ClassHarness, Message: "target: " + err.Error()}
+	}
+	return c
+}
+
+// Evaluate runs the contract on the target.
+func (t Target) Evaluate(ctx context.Context, task sdk.Task, k sdk.Kernel, device string, compiled *sdk.CompileResult) *sdk.Result {
+	res, err := t.Target.Evaluate(ctx, sdk.EvaluateRequest{Task: task, Kernel: k, Device: device, Config: t.Config, Compiled: compiled, Recipe: t.Recipe}, t.Progress)
+	if err == nil && res != nil {
+		res.Task.Source, res.Kernel.Source = task.Source, k.Source
+		return res
+	}
+	res = &sdk.Result{Task: task, Kernel: k, Device: device, Verdict: sdk.VerdictError, ErrorClass: sdk.ClassHarness, Phase: "target", Config: t.Config}
+	if ctx.Err() != nil {
+		res.ErrorClass, res.Phase = sdk.ClassInterrupted, "interrupted"
+	}
+	if err != nil {
+		res.Message = fmt.Sprintf("the target failed: %v", err)
+	} else {
+		res.Message = "the target returned no result"
+	}
+	return res
+}
 
 // Job is one kernel on one task and device.
 type Job struct {
-	Task   contract.Task
-	Kernel contract.Kernel
+	Task   sdk.Task
+	Kernel sdk.Kernel
 	Device string
 	Label  string // for progress and tables
 }
@@ -21,12 +65,12 @@ type Job struct {
 type Outcome struct {
 	Index  int
 	Job    Job
-	Result *contract.Result
+	Result *sdk.Result
 }
 
 // Runner schedules jobs on an Evaluator.
 type Runner struct {
-	Eval *contract.Evaluator
+	Eval Evaluator
 	// CompileWorkers compiles this many candidates ahead of the device. Zero or one with a CPU
 	// device means no overlap: compiling next to a CPU timing would disturb it.
 	CompileWorkers int
@@ -35,9 +79,9 @@ type Runner struct {
 // Run evaluates jobs and calls done for each, in job order, as soon as it finishes. Jobs on
 // different devices run concurrently; jobs on one device run one after another.
 func (r *Runner) Run(ctx context.Context, jobs []Job, done func(Outcome)) {
-	compiled := make([]chan *contract.CompileResult, len(jobs))
+	compiled := make([]chan *sdk.CompileResult, len(jobs))
 	for i := range compiled {
-		compiled[i] = make(chan *contract.CompileResult, 1)
+		compiled[i] = make(chan *sdk.CompileResult, 1)
 	}
 	overlap := r.CompileWorkers > 1
 	for _, j := range jobs {
@@ -79,15 +123,15 @@ func (r *Runner) Run(ctx context.Context, jobs []Job, done func(Outcome)) {
 		}
 		lanes[j.Device] = append(lanes[j.Device], i)
 	}
-	results := make([]chan *contract.Result, len(jobs))
+	results := make([]chan *sdk.Result, len(jobs))
 	for i := range results {
-		results[i] = make(chan *contract.Result, 1)
+		results[i] = make(chan *sdk.Result, 1)
 	}
 	for _, dev := range order {
 		idx := lanes[dev]
 		go func() {
 			for _, i := range idx {
-				var c *contract.CompileResult
+				var c *sdk.CompileResult
 				if overlap {
 					select {
 					case c = <-compiled[i]:

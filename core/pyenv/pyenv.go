@@ -29,6 +29,15 @@ type Python struct {
 	DeviceCount  int    `json:"device_count"`
 	Capability   string `json:"capability"`
 	TorchCompile bool   `json:"torch_compile"`
+	GPUs         []GPU  `json:"gpus"`
+}
+
+// GPU is one CUDA device as torch sees it.
+type GPU struct {
+	Name            string `json:"name"`
+	Capability      string `json:"capability"`
+	MemoryBytes     int64  `json:"memory_bytes"`
+	Multiprocessors int    `json:"multiprocessors"`
 }
 
 const probeScript = `
@@ -38,8 +47,13 @@ d = {"python": "%d.%d.%d" % sys.version_info[:3], "torch": torch.__version__,
      "cuda": getattr(torch.version, "cuda", None) or "", "cuda_available": torch.cuda.is_available(),
      "device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
      "capability": "", "torch_compile": hasattr(torch, "compile")}
+d["gpus"] = []
 if d["cuda_available"]:
     d["capability"] = "%d.%d" % torch.cuda.get_device_capability(0)
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        d["gpus"].append({"name": p.name, "capability": "%d.%d" % (p.major, p.minor),
+                          "memory_bytes": p.total_memory, "multiprocessors": p.multi_processor_count})
 print("KBP_PROBE" + json.dumps(d))
 `
 

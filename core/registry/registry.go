@@ -269,6 +269,8 @@ func (t *Task) Contract(size string) (contract.Task, error) {
 		Distributions: t.Meta.Distributions,
 		Tolerance:     t.Meta.Tolerance,
 		Strides:       t.Meta.Strides,
+		Name:          t.Title(),
+		Level:         t.Meta.Level,
 	}
 	if len(ct.Distributions) == 0 {
 		ct.Distributions = []string{"default", "scaled"}

@@ -19,6 +19,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/kbplatform/kbplatform/core/contract"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // Errors.
@@ -303,6 +304,9 @@ func (s *Store) PutEvaluation(ev *Evaluation) error {
 		ixKernel + r.Kernel.Hash + "\x00" + ev.ID: nil,
 		ixUnit + UnitKey(r.Kernel.Hash, r.Task.ID, r.Task.Size, ev.Platform, r.Contract) + "\x00" + ev.ID: nil,
 	}
+	if ev.Study != "" {
+		kvs[ixStudy+ev.Study+"\x00"+ev.ID] = nil
+	}
 	return s.put(kvs)
 }
 
@@ -465,4 +469,167 @@ func (s *Store) Baselines(task string) ([]Baseline, error) {
 		return true, nil
 	})
 	return out, err
+}
+
+// ---- studies -----------------------------------------------------------------------------------
+
+const (
+	pStudy   = "s/"
+	pUnit    = "su/"
+	pAttempt = "sa/"
+	ixStudy  = "ix/study/"
+)
+
+// Study is a stored study: its spec (tasks × plugins × budget) under a deterministic id.
+type Study struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Spec      json.RawMessage `json:"spec"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Unit is one finished (task, study) strategy run.
+type Unit struct {
+	Study          string    `json:"study"`
+	Task           string    `json:"task"`
+	Attempts       int       `json:"attempts"`
+	BestEvaluation string    `json:"best_evaluation,omitempty"`
+	Note           string    `json:"note,omitempty"`
+	FinishedAt     time.Time `json:"finished_at"`
+}
+
+// AttemptRecord is one step of a strategy's search.
+type AttemptRecord struct {
+	ID    string `json:"id"`
+	Study string `json:"study"`
+	Task  string `json:"task"`
+	sdk.Attempt
+	At time.Time `json:"at"`
+}
+
+// PutStudy stores a study (idempotent: an existing id keeps its creation time).
+func (s *Store) PutStudy(st Study) error {
+	var old Study
+	if err := s.get(pStudy+st.ID, "study", &old); err == nil {
+		return nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	b, err := encode("study", st)
+	if err != nil {
+		return err
+	}
+	return s.put(map[string][]byte{pStudy + st.ID: b})
+}
+
+// Study returns a study by id or unique prefix.
+func (s *Store) Study(id string) (*Study, error) {
+	key, err := s.resolve(pStudy, id)
+	if err != nil {
+		return nil, err
+	}
+	var st Study
+	return &st, s.get(key, "study", &st)
+}
+
+// Studies lists studies by id.
+func (s *Store) Studies() ([]Study, error) {
+	var out []Study
+	err := s.scan(pStudy, false, func(_, v []byte) (bool, error) {
+		var st Study
+		if err := decode(v, "study", &st); err != nil {
+			return false, err
+		}
+		out = append(out, st)
+		return true, nil
+	})
+	return out, err
+}
+
+// PutUnit marks a task of a study done.
+func (s *Store) PutUnit(u Unit) error {
+	b, err := encode("unit", u)
+	if err != nil {
+		return err
+	}
+	return s.put(map[string][]byte{pUnit + u.Study + "\x00" + u.Task: b})
+}
+
+// UnitDone reports whether the task of the study finished before.
+func (s *Store) UnitDone(study, task string) (bool, error) {
+	var u Unit
+	err := s.get(pUnit+study+"\x00"+task, "unit", &u)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Units lists a study's finished tasks.
+func (s *Store) Units(study string) ([]Unit, error) {
+	var out []Unit
+	err := s.scan(pUnit+study+"\x00", false, func(_, v []byte) (bool, error) {
+		var u Unit
+		if err := decode(v, "unit", &u); err != nil {
+			return false, err
+		}
+		out = append(out, u)
+		return true, nil
+	})
+	return out, err
+}
+
+// PutAttempt stores one attempt of a study's task.
+func (s *Store) PutAttempt(a *AttemptRecord) error {
+	if a.ID == "" {
+		a.ID = NewID(time.Now())
+	}
+	if a.At.IsZero() {
+		a.At = time.Now().UTC()
+	}
+	b, err := encode("attempt", a)
+	if err != nil {
+		return err
+	}
+	return s.put(map[string][]byte{pAttempt + a.Study + "\x00" + a.Task + "\x00" + a.ID: b})
+}
+
+// Attempts lists the attempts of a study (one task when task is not empty), oldest first.
+func (s *Store) Attempts(study, task string) ([]AttemptRecord, error) {
+	prefix := pAttempt + study + "\x00"
+	if task != "" {
+		prefix += task + "\x00"
+	}
+	var out []AttemptRecord
+	err := s.scan(prefix, false, func(_, v []byte) (bool, error) {
+		var a AttemptRecord
+		if err := decode(v, "attempt", &a); err != nil {
+			return false, err
+		}
+		out = append(out, a)
+		return true, nil
+	})
+	return out, err
+}
+
+// StudyEvaluations lists the evaluations a study made, oldest first.
+func (s *Store) StudyEvaluations(study string) ([]*Evaluation, error) {
+	var ids []string
+	err := s.scan(ixStudy+study+"\x00", false, func(k, _ []byte) (bool, error) {
+		i := bytes.LastIndexByte(k, 0)
+		ids = append(ids, string(k[i+1:]))
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Evaluation, 0, len(ids))
+	for _, id := range ids {
+		var ev Evaluation
+		if err := s.get(pEval+id, "evaluation", &ev); err != nil {
+			return nil, err
+		}
+		out = append(out, &ev)
+	}
+	return out, nil
 }

@@ -69,7 +69,7 @@ class Worker:
         self.session = harness.Session(self.role, settings)
         cache_dir = settings.get("ext_cache")
         if cache_dir:
-            self.ext = extcache.ExtensionCache(cache_dir)
+            self.ext = extcache.ExtensionCache(cache_dir, settings.get("recipe"))
             self.ext.install()
         if self.role == "candidate":
             self.guard = guard.Guard()

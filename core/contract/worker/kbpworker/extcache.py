@@ -54,8 +54,14 @@ def _import_so(name, path):
 
 
 class ExtensionCache:
-    def __init__(self, root):
+    def __init__(self, root, recipe=None):
         self.root = root
+        # A backend's build recipe: flags and paths added to every build.
+        recipe = recipe or {}
+        self.add_cflags = list(recipe.get("cflags") or [])
+        self.add_cuda_cflags = list(recipe.get("cuda_cflags") or [])
+        self.add_include_paths = list(recipe.get("include_paths") or [])
+        self.add_ldflags = list(recipe.get("ldflags") or [])
         self.hits = 0
         self.builds = 0
         self._orig_inline = cpp_extension.load_inline
@@ -93,6 +99,10 @@ class ExtensionCache:
                     extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None,
                     build_directory=None, verbose=False, with_cuda=None, is_python_module=True,
                     with_pytorch_error_handling=True, keep_intermediates=True, **kwargs):
+        extra_cflags = _as_list(extra_cflags) + self.add_cflags
+        extra_cuda_cflags = _as_list(extra_cuda_cflags) + self.add_cuda_cflags
+        extra_ldflags = _as_list(extra_ldflags) + self.add_ldflags
+        extra_include_paths = _as_list(extra_include_paths) + self.add_include_paths
         key = _digest(["inline", name, _as_list(cpp_sources), _as_list(cuda_sources), functions,
                        _as_list(extra_cflags), _as_list(extra_cuda_cflags), _as_list(extra_ldflags),
                        _as_list(extra_include_paths), with_cuda, is_python_module,
@@ -112,6 +122,10 @@ class ExtensionCache:
     def load(self, name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None,
              extra_include_paths=None, build_directory=None, verbose=False, with_cuda=None,
              is_python_module=True, is_standalone=False, keep_intermediates=True, **kwargs):
+        extra_cflags = _as_list(extra_cflags) + self.add_cflags
+        extra_cuda_cflags = _as_list(extra_cuda_cflags) + self.add_cuda_cflags
+        extra_ldflags = _as_list(extra_ldflags) + self.add_ldflags
+        extra_include_paths = _as_list(extra_include_paths) + self.add_include_paths
         contents = []
         for src in _as_list(sources):
             with open(src, "rb") as f:

@@ -29,3 +29,14 @@ def test_compile_error_carries_compiler_output(tmp_path):
     assert "error" in str(e.value).lower()
     # A failed build is not cached as a success.
     assert not any(os.path.exists(os.path.join(d, "ok")) for d, _, _ in os.walk(str(tmp_path)))
+
+
+def test_recipe_flags_reach_the_build(tmp_path):
+    # A define from the recipe changes the binary (and so the cache key).
+    src = """
+#include <torch/extension.h>
+int64_t which() { return KBP_RECIPE_VALUE; }
+"""
+    cache = extcache.ExtensionCache(str(tmp_path), {"cflags": ["-DKBP_RECIPE_VALUE=7"]})
+    mod = cache.load_inline("kbp_t_recipe", src, functions=["which"])
+    assert mod.which() == 7

@@ -1,0 +1,307 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kbplatform/kbplatform/core/registry"
+	"github.com/kbplatform/kbplatform/core/study"
+	"github.com/kbplatform/kbplatform/sdk"
+)
+
+func (a *app) studyCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "study", Short: "Run studies (tasks × model × backend × strategy × target) through plugins"}
+	cmd.AddCommand(a.studyRunCmd(), a.studyListCmd(), a.studyShowCmd())
+	return cmd
+}
+
+// studyFile is the YAML form of a study (`study run --file`); flags override it.
+type studyFile struct {
+	Name     string        `yaml:"name"`
+	Tasks    []string      `yaml:"tasks"`
+	Level    int           `yaml:"level"`
+	Size     string        `yaml:"size"`
+	Device   string        `yaml:"device"`
+	Model    pluginSetting `yaml:"model"`
+	Backend  pluginSetting `yaml:"backend"`
+	Strategy pluginSetting `yaml:"strategy"`
+	Target   pluginSetting `yaml:"target"`
+	Budget   sdk.Budget    `yaml:"budget"`
+	Seed     int64         `yaml:"seed"`
+}
+
+type pluginSetting struct {
+	Name   string         `yaml:"name"`
+	Config map[string]any `yaml:"config"`
+}
+
+func (p pluginSetting) ref(kind, def string, cfg json.RawMessage) study.PluginRef {
+	name := p.Name
+	if name == "" {
+		name = def
+	}
+	if !strings.Contains(name, "/") {
+		name = kind + "/" + name
+	}
+	if cfg == nil && p.Config != nil {
+		cfg, _ = json.Marshal(p.Config)
+	}
+	return study.PluginRef{Ref: name, Config: cfg}
+}
+
+func (a *app) studyRunCmd() *cobra.Command {
+	var file, name, model, backend, strategy, modelCfg, backendCfg, strategyCfg string
+	var tasks []string
+	var level, gens, evals int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "run [--file study.yaml] [--tasks ID,...|--level N] --model M --backend B --strategy S",
+		Short: "Run (or resume) a study; finished tasks of the same study are skipped",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var f studyFile
+			if file != "" {
+				b, err := os.ReadFile(file)
+				if err != nil {
+					return err
+				}
+				dec := yaml.NewDecoder(strings.NewReader(string(b)))
+				dec.KnownFields(true)
+				if err := dec.Decode(&f); err != nil {
+					return fmt.Errorf("%s: %w", file, err)
+				}
+			}
+			flag := func(n string) bool { return cmd.Flags().Changed(n) }
+			if flag("name") {
+				f.Name = name
+			}
+			if flag("tasks") {
+				f.Tasks = tasks
+			}
+			if flag("level") {
+				f.Level = level
+			}
+			if flag("model") {
+				f.Model.Name = model
+			}
+			if flag("backend") {
+				f.Backend.Name = backend
+			}
+			if flag("strategy") {
+				f.Strategy.Name = strategy
+			}
+			if flag("budget-generations") {
+				f.Budget.Generations = gens
+			}
+			if flag("budget-evaluations") {
+				f.Budget.Evaluations = evals
+			}
+			rawOrNil := func(s string) (json.RawMessage, error) {
+				if s == "" {
+					return nil, nil
+				}
+				if !json.Valid([]byte(s)) {
+					return nil, fmt.Errorf("plugin config %q is not JSON", s)
+				}
+				return json.RawMessage(s), nil
+			}
+			mc, err := rawOrNil(modelCfg)
+			if err != nil {
+				return err
+			}
+			bc, err := rawOrNil(backendCfg)
+			if err != nil {
+				return err
+			}
+			sc, err := rawOrNil(strategyCfg)
+			if err != nil {
+				return err
+			}
+			if f.Model.Name == "" && mc == nil {
+				return fmt.Errorf("a study needs a model (--model, or model: in --file)")
+			}
+			st, reg, err := a.openWithRegistry()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if len(f.Tasks) == 0 {
+				if f.Level == 0 {
+					return fmt.Errorf("a study needs tasks (--tasks or --level)")
+				}
+				for _, t := range reg.List(registry.Filter{Level: f.Level, Origin: registry.OriginSuite}) {
+					f.Tasks = append(f.Tasks, t.ID)
+				}
+			}
+			pm := a.pluginManager()
+			defer pm.Close()
+			device := a.cfg.Device
+			if f.Device != "" && !cmd.Flags().Changed("device") && os.Getenv("KBP_DEVICE") == "" {
+				device = f.Device
+			}
+			if device == "" || device == "auto" {
+				t, hw, err := a.target(pm)
+				if err != nil {
+					return err
+				}
+				device = a.device(hw)
+				t.Close()
+			}
+			size := a.cfg.Size
+			if f.Size != "" && !cmd.Flags().Changed("size") {
+				size = f.Size
+			}
+			targetRef := f.Target.ref("target", a.v.GetString("target"), nil)
+			if targetRef.Ref == "target/local" && targetRef.Config == nil {
+				targetRef.Config = a.targetConfig()
+			}
+			spec := study.Spec{
+				Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
+				Model:    f.Model.ref("model", "", mc),
+				Backend:  f.Backend.ref("backend", "cpp", bc),
+				Strategy: f.Strategy.ref("strategy", "oneshot", sc),
+				Target:   targetRef,
+			}
+			a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
+			start := time.Now()
+			rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm, Progress: func(m string) {
+				a.progress("%5.1fs %s", time.Since(start).Seconds(), m)
+			}})
+			if rep != nil {
+				if asJSON {
+					_ = printJSON(a.out, rep)
+				} else {
+					renderStudy(a.out, rep)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			for _, o := range rep.Outcomes {
+				if o.Error != "" {
+					return exitError{code: 3, msg: "some tasks did not finish; run the same study again to retry them"}
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&file, "file", "", "study file (YAML: name, tasks, level, size, device, model/backend/strategy/target {name, config}, budget, seed)")
+	f.StringVar(&name, "name", "", "a name for the study")
+	f.StringSliceVar(&tasks, "tasks", nil, "task ids")
+	f.IntVar(&level, "level", 0, "all suite tasks of a level")
+	f.StringVar(&model, "model", "", "model plugin (e.g. replay)")
+	f.StringVar(&backend, "backend", "", "backend plugin (default cpp)")
+	f.StringVar(&strategy, "strategy", "", "strategy plugin (default oneshot)")
+	f.StringVar(&modelCfg, "model-config", "", "model settings as JSON")
+	f.StringVar(&backendCfg, "backend-config", "", "backend settings as JSON")
+	f.StringVar(&strategyCfg, "strategy-config", "", "strategy settings as JSON")
+	f.IntVar(&gens, "budget-generations", 0, "model completions per task (0: unlimited)")
+	f.IntVar(&evals, "budget-evaluations", 0, "evaluations per task (0: unlimited)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	addContractFlags(cmd)
+	return cmd
+}
+
+func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCORRECT\tBEST SPEEDUP\tBEST EVALUATION")
+	for _, o := range rep.Outcomes {
+		status := "done"
+		switch {
+		case o.Error != "":
+			status = "error: " + firstLines(o.Error, 1, 80)[0]
+		case o.Skipped:
+			status = "done (earlier run)"
+		case !o.Done:
+			status = "not run"
+		}
+		speed, best := "-", "-"
+		if o.Correct {
+			speed = fmt.Sprintf("%.2fx", o.BestSpeedup)
+			if len(o.BestEval) >= 12 {
+				best = o.BestEval[:12]
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\n", o.Task, status, o.Attempts, o.Correct, speed, best)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", rep.Study,
+		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), len(rep.Outcomes))
+}
+
+func (a *app) studyListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List stored studies",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			studies, err := st.Studies()
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tCREATED (UTC)\tTASKS DONE")
+			for _, s := range studies {
+				var spec study.Spec
+				_ = json.Unmarshal(s.Spec, &spec)
+				units, _ := st.Units(s.ID)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\n", s.ID, s.Name, s.CreatedAt.Format("2006-01-02 15:04"), len(units), len(spec.Tasks))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) studyShowCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a study's outcome per task and its fast_p",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			s, err := st.Study(args[0])
+			if err != nil {
+				return err
+			}
+			var spec study.Spec
+			if err := json.Unmarshal(s.Spec, &spec); err != nil {
+				return err
+			}
+			rep := &study.Report{Study: s.ID, Spec: spec}
+			for _, t := range spec.Tasks {
+				rep.Outcomes = append(rep.Outcomes, study.TaskOutcome{Task: t})
+			}
+			if err := study.Summarize(st, rep); err != nil {
+				return err
+			}
+			if asJSON {
+				atts, _ := st.Attempts(s.ID, "")
+				return printJSON(a.out, map[string]any{"report": rep, "attempts": atts})
+			}
+			fmt.Fprintf(a.out, "study %s %s: %s + %s + %s on %s (%s), budget %d generations / %d evaluations\n", s.ID, s.Name,
+				spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
+			renderStudy(a.out, rep)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt)")
+	return cmd
+}

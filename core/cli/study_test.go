@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A strategy plugin that crashes mid-study costs its task only: what was stored stays stored, the
+// study reports the crash, and running it again skips the finished task and retries the other.
+func TestStudySurvivesACrashingStrategy(t *testing.T) {
+	env := isolated(t)
+	dir := t.TempDir()
+	exe, _ := os.Executable()
+	script := fmt.Sprintf("#!/bin/sh\nKBP_TEST_PLUGIN=crashing-strategy exec %q -test.run=^$ \"$@\"\n", exe)
+	if err := os.WriteFile(filepath.Join(dir, "kbplugin-strategy-crashing"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env["KBP_PLUGIN_LOCK"] = filepath.Join(dir, "plugins.lock")
+	env["KBP_PLUGIN_PATH"] = dir
+	if out, _, code := run(t, env, "plugins", "lock"); code != 0 || !strings.Contains(out, "strategy/crashing") {
+		t.Fatalf("lock: %d %s", code, out)
+	}
+	args := []string{"study", "run", "--tasks", "kbp/l1/relu,kbp/l1/softmax", "--model", "replay",
+		"--model-config", `{"source":"examples","backend":"cpp"}`, "--strategy", "crashing", "--device", "cpu",
+		"--seeds", "1", "--timed-calls", "10", "--warmup", "1", "--check-calls", "2", "-q"}
+	out, errOut, code := run(t, env, args...)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errOut)
+	}
+	var relu, softmax string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "kbp/l1/relu") {
+			relu = l
+		}
+		if strings.HasPrefix(l, "kbp/l1/softmax") {
+			softmax = l
+		}
+	}
+	if !strings.Contains(relu, "done") || !strings.Contains(relu, "true") {
+		t.Errorf("relu: %q", relu)
+	}
+	if !strings.Contains(softmax, "crashed") && !strings.Contains(softmax, "died") {
+		t.Errorf("softmax should report the crash: %q", softmax)
+	}
+	// The softmax evaluation stored before the crash is still there.
+	list, _, _ := run(t, env, "results", "list", "--task", "kbp/l1/softmax")
+	if !strings.Contains(list, "1 evaluations") {
+		t.Errorf("evaluation before the crash lost:\n%s", list)
+	}
+	out, _, code = run(t, env, args...)
+	if code != 3 || !strings.Contains(out, "done (earlier run)") {
+		t.Fatalf("second run: %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,126 @@
+// Package oneshot is the one-shot strategy of KernelBench: one prompt, one completion at
+// temperature 0 by default, one evaluation.
+package oneshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kbplatform/kbplatform/sdk"
+)
+
+// Version of the strategy.
+const Version = "0.1.0"
+
+// Settings of the strategy.
+type Settings struct {
+	Variant     string   `json:"variant,omitempty"`     // prompt variant (default one-shot)
+	Temperature *float64 `json:"temperature,omitempty"` // default 0
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+}
+
+const schema = `{
+  "type": "object",
+  "properties": {
+    "variant":     {"enum": ["one-shot", "few-shot", "hardware-aware"]},
+    "temperature": {"type": "number", "minimum": 0},
+    "max_tokens":  {"type": "integer", "minimum": 0}
+  },
+  "additionalProperties": false
+}`
+
+// Strategy implements sdk.Strategy.
+type Strategy struct {
+	s Settings
+}
+
+var _ sdk.Strategy = (*Strategy)(nil)
+
+// New returns the strategy.
+func New() *Strategy { return &Strategy{} }
+
+// Info identifies the plugin.
+func (*Strategy) Info() sdk.Info {
+	return sdk.Info{Kind: sdk.KindStrategy, Name: "oneshot", Version: Version, ConfigSchema: schema,
+		Description: "one prompt, one completion, one evaluation"}
+}
+
+// Configure reads the settings.
+func (s *Strategy) Configure(_ context.Context, c sdk.Configuration) error {
+	var set Settings
+	if err := c.Decode(&set); err != nil {
+		return err
+	}
+	switch set.Variant {
+	case "", sdk.VariantOneShot, sdk.VariantFewShot, sdk.VariantHardwareAware:
+	default:
+		return fmt.Errorf("%w: variant %q", sdk.ErrInvalidConfig, set.Variant)
+	}
+	s.s = set
+	return nil
+}
+
+// Run asks once and evaluates what comes back.
+func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) (*sdk.RunResult, error) {
+	variant := s.s.Variant
+	if variant == "" {
+		variant = sdk.VariantOneShot
+	}
+	msgs, err := p.Prompt(ctx, variant, "", nil)
+	if err != nil {
+		return nil, fmt.Errorf("prompt: %w", err)
+	}
+	temp := 0.0
+	if s.s.Temperature != nil {
+		temp = *s.s.Temperature
+	}
+	seed := req.Seed
+	gen, err := p.Generate(ctx, sdk.GenerateRequest{Messages: msgs, N: 1, TaskID: req.Task.ID,
+		Params: sdk.SamplingParams{Temperature: &temp, MaxTokens: s.s.MaxTokens, Seed: &seed}})
+	if errors.Is(err, sdk.ErrNotFound) || errors.Is(err, sdk.ErrBudgetExhausted) || (err == nil && len(gen.Completions) == 0) {
+		// The model has nothing for this task: a finished run without a kernel (retrying would
+		// give the same). Transient failures (rate limits, a dead provider) return an error instead.
+		note := "the model returned no completion"
+		if err != nil {
+			note = err.Error()
+		}
+		if _, rerr := p.Record(ctx, sdk.Attempt{Step: 0, ParentStep: -1, FeedbackKind: "none", Note: note}); rerr != nil {
+			return nil, fmt.Errorf("record: %w", rerr)
+		}
+		return &sdk.RunResult{Attempts: 1, Note: note}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	reply := gen.Completions[0].Text
+	attempt := sdk.Attempt{Step: 0, ParentStep: -1, Completion: reply, FeedbackKind: "none",
+		PromptTokens: gen.Usage.PromptTokens, CompletionTokens: gen.Usage.CompletionTokens}
+	res := &sdk.RunResult{Attempts: 1}
+	src, err := p.Extract(ctx, reply)
+	switch {
+	case errors.Is(err, sdk.ErrNoCode):
+		attempt.Note = "no code in the reply"
+		res.Note = attempt.Note
+	case err != nil:
+		return nil, fmt.Errorf("extract: %w", err)
+	default:
+		ev, err := p.Evaluate(ctx, src, "one-shot")
+		if err != nil {
+			return nil, fmt.Errorf("evaluate: %w", err)
+		}
+		attempt.EvaluationID = ev.ID
+		attempt.KernelHash = ev.Result.Kernel.Hash
+		attempt.Note = ev.Result.Verdict
+		if ev.Result.ErrorClass != "" {
+			attempt.Note += " " + ev.Result.ErrorClass
+		}
+		if ev.Result.Verdict == sdk.Pass {
+			res.BestEvaluation = ev.ID
+		}
+	}
+	if _, err := p.Record(ctx, attempt); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,342 @@
+package sdk
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/kbplatform/kbplatform/proto/kbplatform/plugin/v1"
+)
+
+// Conversions between the SDK's Go types and the wire messages. Each pair round-trips.
+
+func taskToPB(t Task) *pb.Task {
+	out := &pb.Task{Id: t.ID, Hash: t.Hash, Size: t.Size, Source: t.Source, Distributions: t.Distributions,
+		Strides: t.Strides, TimeoutNs: int64(t.Timeout), Name: t.Name, Level: int32(t.Level)}
+	if t.Tolerance != nil {
+		out.Tolerance = &pb.Tolerance{Atol: t.Tolerance.Atol, Rtol: t.Tolerance.Rtol}
+	}
+	return out
+}
+
+func taskFromPB(t *pb.Task) Task {
+	if t == nil {
+		return Task{}
+	}
+	out := Task{ID: t.Id, Hash: t.Hash, Size: t.Size, Source: t.Source, Distributions: t.Distributions,
+		Strides: t.Strides, Timeout: time.Duration(t.TimeoutNs), Name: t.Name, Level: int(t.Level)}
+	if t.Tolerance != nil {
+		out.Tolerance = &Tolerance{Atol: t.Tolerance.Atol, Rtol: t.Tolerance.Rtol}
+	}
+	return out
+}
+
+func kernelToPB(k Kernel) *pb.Kernel { return &pb.Kernel{Hash: k.Hash, Source: k.Source, Name: k.Name} }
+
+func kernelFromPB(k *pb.Kernel) Kernel {
+	if k == nil {
+		return Kernel{}
+	}
+	return Kernel{Hash: k.Hash, Source: k.Source, Name: k.Name}
+}
+
+func configToPB(c Config) *pb.ContractConfig {
+	return &pb.ContractConfig{Seeds: int32(c.Seeds), Warmup: int32(c.Warmup), TimedCalls: int32(c.TimedCalls),
+		CheckCalls: int32(c.CheckCalls), NoopCalls: int32(c.NoopCalls), FlushCache: c.FlushCache, Poison: c.Poison,
+		CpuThreads: int32(c.CPUThreads), Seed: c.Seed, TimeoutNs: int64(c.Timeout), CallTimeoutNs: int64(c.CallTimeout),
+		CompileTimeoutNs: int64(c.CompileTimeout), LogLimit: int32(c.LogLimit), KeepSamples: c.KeepSamples}
+}
+
+func configFromPB(c *pb.ContractConfig) Config {
+	if c == nil {
+		return DefaultConfig()
+	}
+	return Config{Seeds: int(c.Seeds), Warmup: int(c.Warmup), TimedCalls: int(c.TimedCalls), CheckCalls: int(c.CheckCalls),
+		NoopCalls: int(c.NoopCalls), FlushCache: c.FlushCache, Poison: c.Poison, CPUThreads: int(c.CpuThreads), Seed: c.Seed,
+		Timeout: time.Duration(c.TimeoutNs), CallTimeout: time.Duration(c.CallTimeoutNs),
+		CompileTimeout: time.Duration(c.CompileTimeoutNs), LogLimit: int(c.LogLimit), KeepSamples: c.KeepSamples}
+}
+
+func statsToPB(s Stats) *pb.Stats {
+	return &pb.Stats{N: int32(s.N), MedianMs: s.Median, MeanMs: s.Mean, MinMs: s.Min, MaxMs: s.Max, Q1Ms: s.Q1,
+		Q3Ms: s.Q3, IqrMs: s.IQR, StdMs: s.Std, Cv: s.CV}
+}
+
+func statsFromPB(s *pb.Stats) Stats {
+	if s == nil {
+		return Stats{}
+	}
+	return Stats{N: int(s.N), Median: s.MedianMs, Mean: s.MeanMs, Min: s.MinMs, Max: s.MaxMs, Q1: s.Q1Ms, Q3: s.Q3Ms,
+		IQR: s.IqrMs, Std: s.StdMs, CV: s.Cv}
+}
+
+func compileToPB(c *CompileResult) *pb.CompileResult {
+	if c == nil {
+		return nil
+	}
+	return &pb.CompileResult{Ok: c.OK, ErrorClass: c.ErrorClass, Message: c.Message, Traceback: c.Traceback, Log: c.Log,
+		Builds: int32(c.Builds), CacheHits: int32(c.CacheHits), DurationNs: int64(c.Duration)}
+}
+
+func compileFromPB(c *pb.CompileResult) *CompileResult {
+	if c == nil {
+		return nil
+	}
+	return &CompileResult{OK: c.Ok, ErrorClass: c.ErrorClass, Message: c.Message, Traceback: c.Traceback, Log: c.Log,
+		Builds: int(c.Builds), CacheHits: int(c.CacheHits), Duration: time.Duration(c.DurationNs)}
+}
+
+func structToPB(m map[string]any) *structpb.Struct {
+	if m == nil {
+		return nil
+	}
+	s, err := structpb.NewStruct(jsonSafe(m).(map[string]any))
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// jsonSafe converts values structpb cannot hold (ints of every width are fine; others go to strings).
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonSafe(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSafe(e)
+		}
+		return out
+	case []int:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	case nil, bool, string, float64, float32, int, int32, int64, uint32, uint64:
+		return x
+	}
+	return fmtAny(v)
+}
+
+func structFromPB(s *structpb.Struct) map[string]any {
+	if s == nil {
+		return nil
+	}
+	return s.AsMap()
+}
+
+func resultToPB(r *Result) *pb.Result {
+	if r == nil {
+		return nil
+	}
+	t := taskToPB(r.Task)
+	t.Source = ""
+	k := kernelToPB(r.Kernel)
+	k.Source = ""
+	out := &pb.Result{Contract: r.Contract, Task: t, Kernel: k, Device: r.Device, Verdict: r.Verdict,
+		ErrorClass: r.ErrorClass, Phase: r.Phase, Message: r.Message, Traceback: r.Traceback, Log: r.Log,
+		Tampered: r.Tampered, Warnings: r.Warnings, Fingerprint: structToPB(r.Fingerprint), Config: configToPB(r.Config),
+		Compile: compileToPB(r.Compile)}
+	if !r.StartedAt.IsZero() {
+		out.StartedAt = timestamppb.New(r.StartedAt)
+	}
+	if !r.FinishedAt.IsZero() {
+		out.FinishedAt = timestamppb.New(r.FinishedAt)
+	}
+	for _, tr := range r.Trials {
+		p := &pb.Trial{Seed: int64(tr.Seed), Dist: tr.Dist, Ok: tr.OK, Kind: tr.Kind, Message: tr.Message, Repeated: tr.Repeated, Consistent: tr.Consistent}
+		for _, i := range tr.InputChanged {
+			p.InputChanged = append(p.InputChanged, int32(i))
+		}
+		out.Trials = append(out.Trials, p)
+	}
+	if m := r.Mismatch; m != nil {
+		out.Mismatch = &pb.Mismatch{Phase: m.Phase, Seed: int64(m.Seed), Dist: m.Dist, Call: int32(m.Call), Kind: m.Kind, Message: m.Message, Detail: structToPB(m.Detail)}
+	}
+	if tm := r.Timing; tm != nil {
+		out.Timing = &pb.Timing{Candidate: statsToPB(tm.Candidate), Reference: statsToPB(tm.Reference),
+			CandidateWall: statsToPB(tm.CandidateWall), ReferenceWall: statsToPB(tm.ReferenceWall), Overhead: statsToPB(tm.Overhead),
+			Speedup: tm.Speedup, Checked: int32(tm.Checked), SamplesMs: tm.Samples, ReferenceSamplesMs: tm.RefSamples, Warmup: int32(tm.Warmup)}
+	}
+	return out
+}
+
+func resultFromPB(p *pb.Result) *Result {
+	if p == nil {
+		return nil
+	}
+	r := &Result{Contract: p.Contract, Task: taskFromPB(p.Task), Kernel: kernelFromPB(p.Kernel), Device: p.Device,
+		Verdict: p.Verdict, ErrorClass: p.ErrorClass, Phase: p.Phase, Message: p.Message, Traceback: p.Traceback, Log: p.Log,
+		Tampered: p.Tampered, Warnings: p.Warnings, Config: configFromPB(p.Config), Compile: compileFromPB(p.Compile)}
+	if fp := structFromPB(p.Fingerprint); fp != nil {
+		r.Fingerprint = Fingerprint(fp)
+	}
+	if p.StartedAt != nil {
+		r.StartedAt = p.StartedAt.AsTime()
+	}
+	if p.FinishedAt != nil {
+		r.FinishedAt = p.FinishedAt.AsTime()
+	}
+	for _, tr := range p.Trials {
+		t := Trial{Seed: int(tr.Seed), Dist: tr.Dist, OK: tr.Ok, Kind: tr.Kind, Message: tr.Message, Repeated: tr.Repeated, Consistent: tr.Consistent}
+		for _, i := range tr.InputChanged {
+			t.InputChanged = append(t.InputChanged, int(i))
+		}
+		r.Trials = append(r.Trials, t)
+	}
+	if m := p.Mismatch; m != nil {
+		r.Mismatch = &Mismatch{Phase: m.Phase, Seed: int(m.Seed), Dist: m.Dist, Call: int(m.Call), Kind: m.Kind, Message: m.Message, Detail: structFromPB(m.Detail)}
+	}
+	if tm := p.Timing; tm != nil {
+		r.Timing = &Timing{Candidate: statsFromPB(tm.Candidate), Reference: statsFromPB(tm.Reference),
+			CandidateWall: statsFromPB(tm.CandidateWall), ReferenceWall: statsFromPB(tm.ReferenceWall), Overhead: statsFromPB(tm.Overhead),
+			Speedup: tm.Speedup, Checked: int(tm.Checked), Samples: tm.SamplesMs, RefSamples: tm.ReferenceSamplesMs, Warmup: int(tm.Warmup)}
+	}
+	return r
+}
+
+func validationToPB(v *Validation) *pb.Validation {
+	if v == nil {
+		return nil
+	}
+	return &pb.Validation{TaskId: v.TaskID, Size: v.Size, Device: v.Device, Ok: v.OK, Output: v.Output, Errors: v.Errors, Warnings: v.Warnings}
+}
+
+func validationFromPB(v *pb.Validation) *Validation {
+	if v == nil {
+		return nil
+	}
+	return &Validation{TaskID: v.TaskId, Size: v.Size, Device: v.Device, OK: v.Ok, Output: v.Output, Errors: v.Errors, Warnings: v.Warnings}
+}
+
+func messagesToPB(ms []Message) []*pb.ChatMessage {
+	out := make([]*pb.ChatMessage, len(ms))
+	for i, m := range ms {
+		out[i] = &pb.ChatMessage{Role: m.Role, Content: m.Content}
+	}
+	return out
+}
+
+func messagesFromPB(ms []*pb.ChatMessage) []Message {
+	out := make([]Message, len(ms))
+	for i, m := range ms {
+		out[i] = Message{Role: m.Role, Content: m.Content}
+	}
+	return out
+}
+
+func hardwareToPB(h *Hardware) *pb.Hardware {
+	if h == nil {
+		return nil
+	}
+	out := &pb.Hardware{Target: h.Target, Fingerprint: structToPB(h.Fingerprint), Capabilities: h.Capabilities}
+	for _, d := range h.Devices {
+		out.Devices = append(out.Devices, &pb.Device{Name: d.Name, Kind: d.Kind, Model: d.Model, MemoryBytes: d.MemoryBytes,
+			ComputeCapability: d.ComputeCapability, Multiprocessors: int32(d.Multiprocessors), Driver: d.Driver})
+	}
+	return out
+}
+
+func hardwareFromPB(h *pb.Hardware) *Hardware {
+	if h == nil {
+		return nil
+	}
+	out := &Hardware{Target: h.Target, Capabilities: h.Capabilities}
+	if fp := structFromPB(h.Fingerprint); fp != nil {
+		out.Fingerprint = Fingerprint(fp)
+	}
+	for _, d := range h.Devices {
+		out.Devices = append(out.Devices, Device{Name: d.Name, Kind: d.Kind, Model: d.Model, MemoryBytes: d.MemoryBytes,
+			ComputeCapability: d.ComputeCapability, Multiprocessors: int(d.Multiprocessors), Driver: d.Driver})
+	}
+	return out
+}
+
+func recipeToPB(r *BuildRecipe) *pb.BuildRecipe {
+	if r == nil {
+		return nil
+	}
+	return &pb.BuildRecipe{Env: r.Env, Cflags: r.CFlags, CudaCflags: r.CUDAFlags, IncludePaths: r.IncludePaths, Ldflags: r.LDFlags}
+}
+
+func recipeFromPB(r *pb.BuildRecipe) *BuildRecipe {
+	if r == nil {
+		return nil
+	}
+	return &BuildRecipe{Env: r.Env, CFlags: r.Cflags, CUDAFlags: r.CudaCflags, IncludePaths: r.IncludePaths, LDFlags: r.Ldflags}
+}
+
+func issuesToPB(is []Issue) []*pb.Issue {
+	out := make([]*pb.Issue, len(is))
+	for i, x := range is {
+		out[i] = &pb.Issue{Severity: x.Severity, Code: x.Code, Message: x.Message}
+	}
+	return out
+}
+
+func issuesFromPB(is []*pb.Issue) []Issue {
+	out := make([]Issue, len(is))
+	for i, x := range is {
+		out[i] = Issue{Severity: x.Severity, Code: x.Code, Message: x.Message}
+	}
+	return out
+}
+
+func generateReqToPB(r GenerateRequest) *pb.GenerateRequest {
+	return &pb.GenerateRequest{Messages: messagesToPB(r.Messages), N: int32(r.N), TaskId: r.TaskID,
+		Params: &pb.SamplingParams{Temperature: r.Params.Temperature, TopP: r.Params.TopP, MaxTokens: int32(r.Params.MaxTokens),
+			Seed: r.Params.Seed, Stop: r.Params.Stop}}
+}
+
+func generateReqFromPB(r *pb.GenerateRequest) GenerateRequest {
+	out := GenerateRequest{Messages: messagesFromPB(r.Messages), N: int(r.N), TaskID: r.TaskId}
+	if p := r.Params; p != nil {
+		out.Params = SamplingParams{Temperature: p.Temperature, TopP: p.TopP, MaxTokens: int(p.MaxTokens), Seed: p.Seed, Stop: p.Stop}
+	}
+	return out
+}
+
+func generateRespToPB(r *GenerateResponse) *pb.GenerateResponse {
+	out := &pb.GenerateResponse{Model: r.Model, Usage: &pb.Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens}}
+	for _, c := range r.Completions {
+		out.Completions = append(out.Completions, &pb.Completion{Text: c.Text, FinishReason: c.FinishReason})
+	}
+	return out
+}
+
+func generateRespFromPB(r *pb.GenerateResponse) *GenerateResponse {
+	out := &GenerateResponse{Model: r.Model}
+	if r.Usage != nil {
+		out.Usage = Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens}
+	}
+	for _, c := range r.Completions {
+		out.Completions = append(out.Completions, Completion{Text: c.Text, FinishReason: c.FinishReason})
+	}
+	return out
+}
+
+func attemptToPB(a Attempt) *pb.Attempt {
+	return &pb.Attempt{Step: int32(a.Step), ParentStep: int32(a.ParentStep), EvaluationId: a.EvaluationID, KernelHash: a.KernelHash,
+		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens}
+}
+
+func attemptFromPB(a *pb.Attempt) Attempt {
+	return Attempt{Step: int(a.Step), ParentStep: int(a.ParentStep), EvaluationID: a.EvaluationId, KernelHash: a.KernelHash,
+		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens}
+}
+
+func fmtAny(v any) string { return fmt.Sprint(v) }

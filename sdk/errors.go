@@ -1,0 +1,121 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Errors that keep their identity across the plugin boundary: a plugin returns (or wraps) one,
+// the host gets an error for which errors.Is(err, sdk.ErrX) holds, with the plugin's message.
+var (
+	ErrNotFound        = errors.New("not found")
+	ErrNoCode          = errors.New("no code in the reply")
+	ErrInvalidArgument = errors.New("invalid argument")
+	ErrInvalidConfig   = errors.New("invalid plugin configuration")
+	ErrBudgetExhausted = errors.New("budget exhausted")
+	ErrRateLimited     = errors.New("rate limited")
+	ErrUnavailable     = errors.New("unavailable")
+	ErrUnsupported     = errors.New("not supported")
+	ErrMissingAPIKey   = errors.New("missing API key")
+	ErrPermission      = errors.New("permission denied")
+)
+
+// ErrorDomain is the ErrorInfo domain of kbplatform's errors.
+const ErrorDomain = "kbplatform"
+
+var sentinels = []struct {
+	err    error
+	code   codes.Code
+	reason string
+}{
+	{ErrNoCode, codes.NotFound, "NO_CODE"},
+	{ErrNotFound, codes.NotFound, "NOT_FOUND"},
+	{ErrInvalidConfig, codes.InvalidArgument, "INVALID_CONFIG"},
+	{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT"},
+	{ErrBudgetExhausted, codes.ResourceExhausted, "BUDGET_EXHAUSTED"},
+	{ErrRateLimited, codes.ResourceExhausted, "RATE_LIMITED"},
+	{ErrUnavailable, codes.Unavailable, "UNAVAILABLE"},
+	{ErrUnsupported, codes.Unimplemented, "UNSUPPORTED"},
+	{ErrMissingAPIKey, codes.Unauthenticated, "MISSING_API_KEY"},
+	{ErrPermission, codes.PermissionDenied, "PERMISSION_DENIED"},
+}
+
+// ToStatus turns an error into a gRPC status error carrying an ErrorInfo reason for sentinels.
+func ToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok && !isLocal(err) {
+		return err // already a status (e.g. from a nested call)
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			st, derr := status.New(s.code, err.Error()).WithDetails(&errdetails.ErrorInfo{Reason: s.reason, Domain: ErrorDomain})
+			if derr != nil {
+				return status.Error(s.code, err.Error())
+			}
+			return st.Err()
+		}
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// isLocal reports whether err is one of ours that merely happens to wrap a status.
+func isLocal(err error) bool {
+	var re *RemoteError
+	return errors.As(err, &re)
+}
+
+// RemoteError is an error that came back from the other side of the plugin boundary.
+type RemoteError struct {
+	Code     codes.Code
+	Msg      string
+	sentinel error
+}
+
+func (e *RemoteError) Error() string { return e.Msg }
+
+// Unwrap returns the sentinel the remote side used, so errors.Is works.
+func (e *RemoteError) Unwrap() error { return e.sentinel }
+
+// FromStatus turns a gRPC status error back into an error matching the original sentinel.
+func FromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	re := &RemoteError{Code: st.Code(), Msg: st.Message()}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
+			for _, s := range sentinels {
+				if s.reason == info.Reason {
+					re.sentinel = s.err
+				}
+			}
+		}
+	}
+	if re.sentinel == nil {
+		switch st.Code() {
+		case codes.DeadlineExceeded:
+			re.sentinel = context.DeadlineExceeded
+		case codes.Canceled:
+			re.sentinel = context.Canceled
+		case codes.Unavailable:
+			re.sentinel = ErrUnavailable
+		}
+	}
+	return re
+}

@@ -1,0 +1,309 @@
+package sdk
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Error classes of the contract (docs/contract.md describes each).
+const (
+	ClassCompile       = "compile_error"
+	ClassLoad          = "load_error"
+	ClassRuntime       = "runtime_error"
+	ClassIllegalMemory = "illegal_memory_access"
+	ClassTimeout       = "timeout"
+	ClassCrash         = "crash"
+	ClassMismatch      = "output_mismatch"
+	ClassInputMutated  = "input_mutated"
+	ClassTampering     = "tampering"
+	ClassNondeterm     = "nondeterministic"
+	ClassReference     = "reference_error"
+	ClassHarness       = "harness_error"
+	ClassInterrupted   = "interrupted"
+)
+
+// Verdicts. VerdictError means the harness or the task failed: no verdict about the kernel.
+const (
+	Pass         = "pass"
+	Fail         = "fail"
+	VerdictError = "error"
+)
+
+// Task is what the contract needs to know about a task.
+type Task struct {
+	ID            string        `json:"id"`
+	Hash          string        `json:"hash"` // sha256 of Source
+	Size          string        `json:"size"` // which size Source was rendered at
+	Source        string        `json:"-"`    // the rendered task file
+	Distributions []string      `json:"distributions"`
+	Tolerance     *Tolerance    `json:"tolerance,omitempty"`
+	Strides       string        `json:"strides,omitempty"`
+	Timeout       time.Duration `json:"timeout,omitempty"`
+	Name          string        `json:"name,omitempty"`
+	Level         int           `json:"level,omitempty"`
+}
+
+// Tolerance overrides the dtype-aware default.
+type Tolerance struct {
+	Atol float64 `json:"atol"`
+	Rtol float64 `json:"rtol"`
+}
+
+// Kernel is a candidate file.
+type Kernel struct {
+	Hash   string `json:"hash"` // sha256 of Source
+	Source string `json:"-"`
+	Name   string `json:"name"` // where it came from (a path), for messages
+}
+
+// Trial is one correctness trial.
+type Trial struct {
+	Seed         int    `json:"seed"`
+	Dist         string `json:"dist"`
+	OK           bool   `json:"ok"`
+	Kind         string `json:"kind,omitempty"`
+	Message      string `json:"message,omitempty"`
+	Repeated     bool   `json:"repeated,omitempty"`
+	Consistent   *bool  `json:"consistent,omitempty"`
+	InputChanged []int  `json:"input_changed,omitempty"`
+}
+
+// Mismatch says how wrong an output was: the first failing comparison, in detail.
+type Mismatch struct {
+	Phase   string         `json:"phase"` // "correctness" or "timing"
+	Seed    int            `json:"seed"`
+	Dist    string         `json:"dist"`
+	Call    int            `json:"call,omitempty"` // timed call index, for phase timing
+	Kind    string         `json:"kind"`           // structure, dtype, shape, strides, device, values
+	Message string         `json:"message"`
+	Detail  map[string]any `json:"detail,omitempty"`
+}
+
+// Timing holds the raw summaries of both sides and the speedup.
+type Timing struct {
+	Candidate     Stats     `json:"candidate"`
+	Reference     Stats     `json:"reference"`
+	CandidateWall Stats     `json:"candidate_wall"`
+	ReferenceWall Stats     `json:"reference_wall"`
+	Overhead      Stats     `json:"overhead"` // driver-measured wall time of empty timed calls
+	Speedup       float64   `json:"speedup"`  // reference median / candidate median
+	Checked       int       `json:"checked"`  // timed outputs re-checked against the reference
+	Samples       []float64 `json:"samples_ms,omitempty"`
+	RefSamples    []float64 `json:"reference_samples_ms,omitempty"`
+	Warmup        int       `json:"warmup"`
+}
+
+// Result is the outcome of one evaluation.
+type Result struct {
+	Contract    string         `json:"contract"`
+	Task        Task           `json:"task"`
+	Kernel      Kernel         `json:"kernel"`
+	Device      string         `json:"device"`
+	Verdict     string         `json:"verdict"`
+	ErrorClass  string         `json:"error_class,omitempty"`
+	Phase       string         `json:"phase,omitempty"`
+	Message     string         `json:"message,omitempty"`
+	Traceback   string         `json:"traceback,omitempty"`
+	Log         string         `json:"log,omitempty"`
+	Tampered    []string       `json:"tampered,omitempty"`
+	Trials      []Trial        `json:"trials,omitempty"`
+	Mismatch    *Mismatch      `json:"mismatch,omitempty"`
+	Timing      *Timing        `json:"timing,omitempty"`
+	Warnings    []string       `json:"warnings,omitempty"`
+	Fingerprint Fingerprint    `json:"fingerprint"`
+	Config      Config         `json:"config"`
+	Compile     *CompileResult `json:"compile,omitempty"`
+	StartedAt   time.Time      `json:"started_at"`
+	FinishedAt  time.Time      `json:"finished_at"`
+}
+
+// CompileResult is the outcome of the compile phase (importing the candidate on the CPU side).
+type CompileResult struct {
+	OK         bool          `json:"ok"`
+	ErrorClass string        `json:"error_class,omitempty"`
+	Message    string        `json:"message,omitempty"`
+	Traceback  string        `json:"traceback,omitempty"`
+	Log        string        `json:"log,omitempty"`
+	Builds     int           `json:"builds"`
+	CacheHits  int           `json:"cache_hits"`
+	Duration   time.Duration `json:"duration_ns"`
+}
+
+// Fingerprint describes the hardware and software an evaluation ran on.
+type Fingerprint map[string]any
+
+// stableKeys are the fingerprint fields that identify a platform; clocks and temperatures are
+// recorded but do not make a new platform.
+var stableKeys = []string{"device_name", "gpu_name", "compute_capability", "driver", "torch", "torch_cuda", "cudnn", "triton", "python", "cpu_model", "cpu_threads"}
+
+// Key returns a short hash identifying the platform the fingerprint describes.
+func (fp Fingerprint) Key() string {
+	keys := append([]string(nil), stableKeys...)
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%v\n", k, fp[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Summary is a one-line description for humans.
+func (fp Fingerprint) Summary() string {
+	name, _ := fp["device_name"].(string)
+	if g, ok := fp["gpu_name"].(string); ok && g != "" {
+		name = g
+	}
+	if name == "" || name == "x86_64" {
+		if c, ok := fp["cpu_model"].(string); ok {
+			name = c
+		}
+	}
+	parts := []string{name}
+	if t, ok := fp["torch"].(string); ok {
+		parts = append(parts, "torch "+t)
+	}
+	if d, ok := fp["driver"].(string); ok && d != "" {
+		parts = append(parts, "driver "+d)
+	}
+	if t, ok := fp["triton"].(string); ok && t != "" {
+		parts = append(parts, "triton "+t)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Config holds the knobs of the contract (docs/contract.md). Defaults() gives the documented defaults.
+type Config struct {
+	Seeds          int           `json:"seeds" mapstructure:"seeds"`
+	Warmup         int           `json:"warmup" mapstructure:"warmup"`
+	TimedCalls     int           `json:"timed_calls" mapstructure:"timed_calls"`
+	CheckCalls     int           `json:"check_calls" mapstructure:"check_calls"`
+	NoopCalls      int           `json:"noop_calls" mapstructure:"noop_calls"`
+	FlushCache     bool          `json:"flush_cache" mapstructure:"flush_cache"`
+	Poison         bool          `json:"poison" mapstructure:"poison"`
+	CPUThreads     int           `json:"cpu_threads" mapstructure:"cpu_threads"`
+	Seed           int64         `json:"seed,omitempty" mapstructure:"seed"` // 0: draw fresh seeds per evaluation
+	Timeout        time.Duration `json:"timeout" mapstructure:"timeout"`
+	CallTimeout    time.Duration `json:"call_timeout" mapstructure:"call_timeout"`
+	CompileTimeout time.Duration `json:"compile_timeout" mapstructure:"compile_timeout"`
+	LogLimit       int           `json:"log_limit" mapstructure:"log_limit"`
+	KeepSamples    bool          `json:"keep_samples" mapstructure:"keep_samples"`
+}
+
+// DefaultConfig returns the contract's default configuration.
+func DefaultConfig() Config {
+	return Config{
+		Seeds:          5,
+		Warmup:         5,
+		TimedCalls:     100,
+		CheckCalls:     10,
+		NoopCalls:      10,
+		FlushCache:     true,
+		Poison:         true,
+		CPUThreads:     1,
+		Timeout:        15 * time.Minute,
+		CallTimeout:    2 * time.Minute,
+		CompileTimeout: 10 * time.Minute,
+		LogLimit:       64 << 10,
+		KeepSamples:    true,
+	}
+}
+
+// Validate rejects settings under which a verdict would not mean what it says.
+func (c Config) Validate() error {
+	switch {
+	case c.Seeds < 1:
+		return fmt.Errorf("contract: seeds must be at least 1 (got %d)", c.Seeds)
+	case c.TimedCalls < 1:
+		return fmt.Errorf("contract: timed_calls must be at least 1 (got %d)", c.TimedCalls)
+	case c.Warmup < 0:
+		return fmt.Errorf("contract: warmup must not be negative (got %d)", c.Warmup)
+	case c.CheckCalls < 0 || c.CheckCalls > c.TimedCalls:
+		return fmt.Errorf("contract: check_calls must be between 0 and timed_calls (got %d)", c.CheckCalls)
+	case c.NoopCalls < 1:
+		return fmt.Errorf("contract: noop_calls must be at least 1 (got %d)", c.NoopCalls)
+	case c.Timeout <= 0 || c.CallTimeout <= 0 || c.CompileTimeout <= 0:
+		return fmt.Errorf("contract: timeouts must be positive")
+	}
+	return nil
+}
+
+// Stats summarises timing samples in milliseconds.
+type Stats struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median_ms"`
+	Mean   float64 `json:"mean_ms"`
+	Min    float64 `json:"min_ms"`
+	Max    float64 `json:"max_ms"`
+	Q1     float64 `json:"q1_ms"`
+	Q3     float64 `json:"q3_ms"`
+	IQR    float64 `json:"iqr_ms"`
+	Std    float64 `json:"std_ms"`
+	CV     float64 `json:"cv"`
+}
+
+// Summarize computes Stats; quantiles interpolate linearly between order statistics.
+func Summarize(samples []float64) Stats {
+	n := len(samples)
+	if n == 0 {
+		return Stats{}
+	}
+	s := append([]float64(nil), samples...)
+	sort.Float64s(s)
+	var sum float64
+	for _, v := range s {
+		sum += v
+	}
+	mean := sum / float64(n)
+	var ss float64
+	for _, v := range s {
+		ss += (v - mean) * (v - mean)
+	}
+	std := 0.0
+	if n > 1 {
+		std = math.Sqrt(ss / float64(n-1))
+	}
+	st := Stats{
+		N:      n,
+		Median: quantile(s, 0.5),
+		Mean:   mean,
+		Min:    s[0],
+		Max:    s[n-1],
+		Q1:     quantile(s, 0.25),
+		Q3:     quantile(s, 0.75),
+		Std:    std,
+	}
+	st.IQR = st.Q3 - st.Q1
+	if mean > 0 {
+		st.CV = std / mean
+	}
+	return st
+}
+
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 1 {
+		return sorted[0]
+	}
+	pos := q * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := int(math.Ceil(pos))
+	frac := pos - float64(lo)
+	return sorted[lo]*(1-frac) + sorted[hi]*frac
+}
+
+// Validation is the outcome of running a task's reference on its own.
+type Validation struct {
+	TaskID   string         `json:"task_id"`
+	Size     string         `json:"size"`
+	Device   string         `json:"device"`
+	Path     string         `json:"path,omitempty"`
+	OK       bool           `json:"ok"`
+	Output   string         `json:"output,omitempty"` // e.g. float32[64, 4096]
+	Errors   []string       `json:"errors,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
+	Report   map[string]any `json:"report,omitempty"`
+}
