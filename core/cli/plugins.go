@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -54,20 +55,11 @@ func (a *app) pluginDirs() []string {
 		if abs, err := filepath.Abs(d); err == nil {
 			d = abs
 		}
-		if !containsStr(out, d) {
+		if !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
 	return out
-}
-
-func containsStr(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (a *app) pluginManager() *plugins.Manager {

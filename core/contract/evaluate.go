@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -479,20 +480,11 @@ func (r *evalRun) refFail(phase string, err error) {
 
 func (r *evalRun) tamper(found []string) bool {
 	for _, f := range found {
-		if !contains(r.res.Tampered, f) {
+		if !slices.Contains(r.res.Tampered, f) {
 			r.res.Tampered = append(r.res.Tampered, f)
 		}
 	}
 	return len(r.res.Tampered) > 0
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *evalRun) execute(k Kernel, device, dir string) {
@@ -661,7 +653,7 @@ func (r *evalRun) applyCompare(tr *Trial, raw map[string]json.RawMessage, phase 
 	c := decodeCompare(raw)
 	if len(c.InputsChanged) > 0 {
 		for _, i := range c.InputsChanged {
-			if !containsInt(tr.InputChanged, i) {
+			if !slices.Contains(tr.InputChanged, i) {
 				tr.InputChanged = append(tr.InputChanged, i)
 			}
 		}
@@ -684,18 +676,12 @@ func (r *evalRun) applyCompare(tr *Trial, raw map[string]json.RawMessage, phase 
 		}
 		r.res.Mismatch = m
 	}
-	if tr.Consistent != nil && !*tr.Consistent && r.res.Warnings == nil {
-		r.res.Warnings = append(r.res.Warnings, "two calls on identical inputs gave different results: "+c.RepeatMessage)
-	}
-}
-
-func containsInt(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
+	if tr.Consistent != nil && !*tr.Consistent {
+		w := "two calls on identical inputs gave different results: " + c.RepeatMessage
+		if !slices.Contains(r.res.Warnings, w) {
+			r.res.Warnings = append(r.res.Warnings, w)
 		}
 	}
-	return false
 }
 
 // manifestInside checks that every tensor path of a manifest lies in the dump folder.
@@ -754,7 +740,7 @@ func (r *evalRun) series(p *proc, n int, seeds []int, noop bool, after func(i in
 		dev = append(dev, d)
 		wall = append(wall, float64(finished.Sub(armed).Nanoseconds())/1e6)
 		for _, m := range intList(resp["mutated"]) {
-			if !containsInt(mutated, m) {
+			if !slices.Contains(mutated, m) {
 				mutated = append(mutated, m)
 			}
 		}
@@ -961,7 +947,7 @@ func (r *evalRun) finish() {
 	var mutated []int
 	for _, tr := range res.Trials {
 		for _, i := range tr.InputChanged {
-			if !containsInt(mutated, i) {
+			if !slices.Contains(mutated, i) {
 				mutated = append(mutated, i)
 			}
 		}

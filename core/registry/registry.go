@@ -448,7 +448,6 @@ type Filter struct {
 	Level  int
 	Tag    string
 	Origin string
-	Prefix string
 }
 
 // List returns the tasks matching f, ordered by level then id.
@@ -459,9 +458,6 @@ func (r *Registry) List(f Filter) []*Task {
 			continue
 		}
 		if f.Origin != "" && t.Origin != f.Origin {
-			continue
-		}
-		if f.Prefix != "" && !strings.HasPrefix(t.ID, f.Prefix) {
 			continue
 		}
 		if f.Tag != "" {
