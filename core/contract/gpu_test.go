@@ -46,7 +46,8 @@ func TestGPUContract(t *testing.T) {
 		{"patch_timer", small, ClassTampering, false},
 		{"forge_channel", small, ClassTampering, true},
 		{"os_exit", small, ClassCrash, true},
-		{"background_thread", big, ClassTampering + "|" + ClassMismatch, false},
+		{"background_thread", big, ClassTampering, false},
+		{"stealth_timer", small, ClassTampering, false},
 	}
 	var table []string
 	medians := map[string]float64{}

@@ -6,7 +6,24 @@ are never read as results (the driver keeps them as a bounded log).
 """
 
 import json
+import math
 import os
+
+
+def jsonable(obj):
+    """Replace non-finite floats, which JSON cannot carry, by the strings "inf", "-inf" and "nan".
+
+    A wrong output can make an error statistic overflow (a huge difference over a zero reference);
+    that must reach the driver as a description, not crash the process that computed it."""
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {k: jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
 
 
 class Channel:
@@ -31,7 +48,7 @@ class Channel:
         return json.loads(line)
 
     def send(self, msg):
-        data = (json.dumps(msg, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        data = (json.dumps(jsonable(msg), separators=(",", ":"), allow_nan=False) + "\n").encode()
         view = memoryview(data)
         while view:
             n = self._write(self._res_fd, view)

@@ -11,6 +11,7 @@ which is why the verdict is decided elsewhere and timing is bounded by the drive
 import builtins
 import os
 import sys
+import threading
 import time
 
 import torch
@@ -31,7 +32,8 @@ _CUDA = (
 )
 _CUDA_EVENT = ("record", "elapsed_time", "synchronize", "wait", "query")
 _BUILTINS = ("open", "print", "isinstance", "len", "getattr", "setattr")
-_OS = ("write", "read", "fdopen", "_exit", "getpid", "kill")
+_OS = ("write", "read", "fdopen", "_exit", "getpid", "kill", "listdir")
+_THREADING = ("active_count", "Thread")
 _MODULES = ("time", "torch", "os", "builtins", "json")
 
 
@@ -42,6 +44,7 @@ def _targets():
     yield "torch.nn.Module", torch.nn.Module, ("__call__", "_call_impl")
     yield "builtins", builtins, _BUILTINS
     yield "os", os, _OS
+    yield "threading", threading, _THREADING
     if hasattr(torch, "testing"):
         yield "torch.testing", torch.testing, ("assert_close",)
     if hasattr(torch, "cuda"):

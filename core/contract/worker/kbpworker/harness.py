@@ -11,6 +11,7 @@ import gc
 import importlib.util
 import os
 import sys
+import threading
 import time
 
 import torch
@@ -27,6 +28,8 @@ _Tensor = torch.Tensor
 _clone = torch.Tensor.clone
 _copy = torch.Tensor.copy_
 _isinstance = isinstance
+_listdir = os.listdir
+_active_count = threading.active_count
 if torch.cuda.is_available():
     _cuda_sync = torch.cuda.synchronize
     _Event = torch.cuda.Event
@@ -38,6 +41,14 @@ else:
 
 L2_FLUSH_BYTES = 256 << 20
 CPU_FLUSH_BYTES = 32 << 20
+
+
+def _thread_count():
+    """Threads of this process, native ones included (Linux); Python threads elsewhere."""
+    try:
+        return len(_listdir("/proc/self/task"))
+    except OSError:
+        return _active_count()
 
 
 def _tensor_meta(t):
@@ -197,6 +208,7 @@ class Session:
             self._poison()
         self._flush()
         self.sync()
+        threads = _thread_count()
         armed()
         t0 = _perf_ns()
         if self.device.type == "cuda":
@@ -215,7 +227,11 @@ class Session:
                     out = self.model(*work)
             t1 = _perf_ns()
             dev_ms = (t1 - t0) / 1e6
+        # A thread the call started and left running does its work outside the timed region.
+        started = _thread_count() - threads
         res = {"device_ms": dev_ms, "host_ms": (t1 - t0) / 1e6}
+        if started > 0:
+            res["threads_started"] = started
         finished(res)
         if not noop:
             # Snapshot the result the moment the timed region ends. dump_last compares the live

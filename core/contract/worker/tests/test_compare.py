@@ -108,3 +108,21 @@ def test_structure():
     assert not r["ok"] and r["kind"] == "structure"
     with pytest.raises(TypeError):
         compare.flatten({"a": a})
+
+
+def test_overflowing_error_statistics_still_travel_as_json():
+    # A garbage output (huge finite values over a zero reference) makes the relative error
+    # overflow float32. The comparison must still produce a reply the channel can send.
+    import json
+
+    from kbpworker import channel
+
+    ref = torch.zeros(8)
+    out = torch.full((8,), 3e38)
+    out[0] = -3e38
+    r = compare.compare_tensor(out, ref)
+    assert not r["ok"] and math.isinf(r["max_rel_err"])
+    wire = json.loads(json.dumps(channel.jsonable(r), allow_nan=False))
+    assert wire["max_rel_err"] == "inf" and wire["wrong"] == 8
+    assert "inf" in r["message"]
+    assert channel.jsonable({"a": [float("nan"), float("-inf"), 1.5, (2.0,)]}) == {"a": ["nan", "-inf", 1.5, [2.0]]}
