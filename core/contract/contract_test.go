@@ -106,6 +106,7 @@ func TestCheats(t *testing.T) {
 		{"patch_harness", "", nil, ClassTampering, "_perf_ns"},
 		{"fake_prints", "", nil, ClassMismatch, ""},
 		{"forge_channel", "", nil, ClassTampering, "reply channel"},
+		{"forge_clock", "", nil, ClassTampering, "clock channel"},
 		{"os_exit", "", nil, ClassCrash, "status 0"},
 		{"sleep_forever", "", nil, ClassTimeout, ""},
 		{"segfault", "", nil, ClassCrash, "segmentation fault"},
@@ -116,7 +117,9 @@ func TestCheats(t *testing.T) {
 		{"runtime_error", "", nil, ClassRuntime, ""},
 		{"nondeterministic", "", nil, ClassNondeterm, ""},
 		{"wrong_device", "", nil, ClassMismatch, "dtype"},
-		{"tiny_sum_constant", "tiny_sum", []string{"default", "offset"}, ClassMismatch, "offset"},
+		// The constant may or may not stand out on the default inputs (seeds are fresh each
+		// time); the offset distribution must catch it on every trial, checked below.
+		{"tiny_sum_constant", "tiny_sum", []string{"default", "offset"}, ClassMismatch, ""},
 		{"tiny_sum_honest", "tiny_sum", []string{"default", "offset"}, "", ""},
 	}
 	for _, c := range cases {
@@ -131,6 +134,9 @@ func TestCheats(t *testing.T) {
 				summary += " [" + res.Mismatch.Dist + "]"
 			}
 			t.Logf("%s -> %s %s", c.kernel, res.Verdict, summary)
+			if res.Timing != nil {
+				t.Logf("timing: candidate %+v wall %+v; warnings %q", res.Timing.Candidate, res.Timing.CandidateWall, res.Warnings)
+			}
 			if c.class == "" {
 				if res.Verdict != Pass {
 					t.Fatalf("want pass, got %s %s\n%s", res.Verdict, summary, res.Log)
@@ -141,6 +147,20 @@ func TestCheats(t *testing.T) {
 				}
 				if c.want != "" && !strings.Contains(summary, c.want) {
 					t.Errorf("message %q does not mention %q", summary, c.want)
+				}
+				if slices.Contains(c.dists, "offset") {
+					n := 0
+					for _, tr := range res.Trials {
+						if tr.Dist == "offset" {
+							n++
+							if tr.OK {
+								t.Errorf("an offset trial passed: %+v", tr)
+							}
+						}
+					}
+					if n == 0 {
+						t.Errorf("no offset trial ran: %+v", res.Trials)
+					}
 				}
 			}
 			after := e.Evaluate(context.Background(), task, honest, "cpu", nil)

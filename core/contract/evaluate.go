@@ -719,6 +719,8 @@ type timedSeries struct {
 	dev, wall []float64 // device and driver-wall samples in ms, one per call
 	mutated   []int     // inputs changed in place by any call
 	threaded  []int     // calls that returned while a thread they started was still running
+	// kernelClock: the wall samples come from the kernel's send stamps on the clock channel.
+	kernelClock bool
 }
 
 // merge returns the samples of both series together.
@@ -736,31 +738,29 @@ func (r *evalRun) series(p *proc, n int, seeds []int, noop bool, after func(i in
 	cfg := r.e.opt.Config
 	var ts timedSeries
 	for i := 0; i < n; i++ {
-		var armed, finished time.Time
 		cmd := map[string]any{"op": "timed", "seed": 0, "dist": "default", "noop": noop}
 		if seeds != nil {
 			cmd["seed"] = seeds[i]
 		}
-		resp, _, err := p.call(r.ctx, cfg.CallTimeout, cmd, func(ev string, t time.Time) {
-			switch ev {
-			case "armed":
-				armed = t
-			case "done":
-				finished = t
-			}
-		})
+		resp, _, err := p.call(r.ctx, cfg.CallTimeout, cmd, nil)
 		if err != nil {
 			return ts, err
 		}
-		if armed.IsZero() || finished.IsZero() || finished.Before(armed) {
-			return ts, &procError{Class: ClassTampering, Message: "timed call answered without bracketing the region with the driver's clock"}
+		armed, finished, err := p.clock.bracket(p.seq)
+		if err != nil {
+			p.kill()
+			return ts, &procError{Class: ClassTampering, Message: err.Error()}
 		}
+		if finished.at.Before(armed.at) {
+			return ts, &procError{Class: ClassTampering, Message: "timed call's end mark precedes its start mark on the clock channel"}
+		}
+		ts.kernelClock = armed.kernel && finished.kernel
 		var d float64
 		if jerr := json.Unmarshal(resp["device_ms"], &d); jerr != nil || math.IsNaN(d) || d < 0 {
 			return ts, &procError{Class: ClassTampering, Message: "timed call reported an invalid device time"}
 		}
 		ts.dev = append(ts.dev, d)
-		ts.wall = append(ts.wall, float64(finished.Sub(armed).Nanoseconds())/1e6)
+		ts.wall = append(ts.wall, float64(finished.at.Sub(armed.at).Nanoseconds())/1e6)
 		for _, m := range intList(resp["mutated"]) {
 			if !slices.Contains(ts.mutated, m) {
 				ts.mutated = append(ts.mutated, m)
@@ -774,6 +774,10 @@ func (r *evalRun) series(p *proc, n int, seeds []int, noop bool, after func(i in
 		if after != nil && !after(i, threaded) {
 			return ts, nil
 		}
+	}
+	if err := p.clock.quiet(); err != nil {
+		p.kill()
+		return ts, &procError{Class: ClassTampering, Message: err.Error()}
 	}
 	return ts, nil
 }

@@ -45,6 +45,7 @@ func TestGPUContract(t *testing.T) {
 		{"patch_allclose", small, ClassTampering, false},
 		{"patch_timer", small, ClassTampering, false},
 		{"forge_channel", small, ClassTampering, true},
+		{"forge_clock", small, ClassTampering, true},
 		{"os_exit", small, ClassCrash, true},
 		{"background_thread", big, ClassTampering, false},
 		{"stealth_timer", small, ClassTampering, false},

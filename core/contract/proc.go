@@ -40,14 +40,15 @@ type message struct {
 	at  time.Time
 }
 
-// proc is one worker process: its own process group, a command pipe, a reply pipe, and a
-// bounded log of everything it printed.
+// proc is one worker process: its own process group, a command pipe, a reply pipe, a clock
+// socket, and a bounded log of everything it printed.
 type proc struct {
 	role    string
 	cmd     *exec.Cmd
 	cmdW    *os.File
 	msgs    chan message
 	readErr error
+	clock   *clockSocket
 	log     *boundedLog
 	seq     int
 	done    chan struct{}
@@ -76,11 +77,19 @@ func spawn(spec spawnSpec) (*proc, error) {
 		cmdW.Close()
 		return nil, err
 	}
+	clock, clockChild, err := newClockSocket()
+	if err != nil {
+		cmdR.Close()
+		cmdW.Close()
+		resR.Close()
+		resW.Close()
+		return nil, err
+	}
 	c := exec.Command(spec.Python, "-B", spec.Script, spec.Role)
 	c.Dir = spec.Dir
 	c.Env = append(os.Environ(), spec.Env...)
-	c.Env = append(c.Env, "KBP_CMD_FD=3", "KBP_RES_FD=4", "PYTHONUNBUFFERED=1")
-	c.ExtraFiles = []*os.File{cmdR, resW}
+	c.Env = append(c.Env, "KBP_CMD_FD=3", "KBP_RES_FD=4", "KBP_CLOCK_FD=5", "PYTHONUNBUFFERED=1")
+	c.ExtraFiles = []*os.File{cmdR, resW, clockChild}
 	logCap := spec.LogCap
 	if logCap <= 0 {
 		logCap = 64 << 10
@@ -94,14 +103,18 @@ func spawn(spec spawnSpec) (*proc, error) {
 		cmdW.Close()
 		resR.Close()
 		resW.Close()
+		clockChild.Close()
+		clock.close()
 		return nil, fmt.Errorf("start %s worker: %w", spec.Role, err)
 	}
 	cmdR.Close()
 	resW.Close()
-	p := &proc{role: spec.Role, cmd: c, cmdW: cmdW, msgs: make(chan message, 64), log: lg, done: make(chan struct{})}
+	clockChild.Close()
+	p := &proc{role: spec.Role, cmd: c, cmdW: cmdW, msgs: make(chan message, 64), clock: clock, log: lg, done: make(chan struct{})}
 	go p.read(resR)
 	go func() {
 		p.waitErr = c.Wait()
+		clock.close()
 		close(p.done)
 	}()
 	return p, nil

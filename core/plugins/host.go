@@ -405,7 +405,9 @@ func (i *Instance) failed(ctx context.Context, op string, err error) error {
 		killSession(c)
 		return fmt.Errorf("%w: %s died during %s (it will be restarted for the next call): %v", ErrCrashed, i.spec.Ref(), op, err)
 	}
-	if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+	// The call's deadline passed: the plugin did not answer in time, however the transport
+	// reported it (a deadline status, or a stream reset that lost the race on a loaded machine).
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		i.Kill()
 		return fmt.Errorf("%w: %s did not answer %s in time; it was killed and will be restarted: %v", ErrHung, i.spec.Ref(), op, err)
 	}

@@ -12,7 +12,7 @@ import torch
 from . import channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile
 
 OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile)
-PROTOCOL = 1
+PROTOCOL = 2
 
 
 def _apply_settings(settings):
@@ -28,9 +28,10 @@ def _apply_settings(settings):
 
 
 class Worker:
-    def __init__(self, role, chan):
+    def __init__(self, role, chan, clock=None):
         self.role = role
         self.chan = chan
+        self.clock = clock
         self.session = None
         self.guard = None
         self.ext = None
@@ -103,8 +104,10 @@ class Worker:
         return res
 
     def op_timed(self, cmd, seq):
-        armed = lambda: self.reply(seq, {"event": "armed"})  # noqa: E731
-        finished = lambda r: self.reply(seq, dict(r, event="done"))  # noqa: E731
+        if self.clock is None:
+            raise errors.HarnessError("no clock channel (KBP_CLOCK_FD)")
+        armed = lambda: self.clock.mark(b"A", seq)  # noqa: E731
+        finished = lambda r: self.clock.mark(b"D", seq)  # noqa: E731
         res = self.session.timed(int(cmd.get("seed", 0)), cmd.get("dist", "default"), armed, finished,
                                  bool(cmd.get("noop")))
         res["ok"] = True
@@ -144,7 +147,7 @@ def main(argv):
         sys.stderr.write("usage: run.py {reference|candidate}\n")
         return 2
     chan = channel.Channel.from_env()
-    w = Worker(argv[1], chan)
+    w = Worker(argv[1], chan, channel.Clock.from_env())
     while True:
         cmd = chan.recv()
         if cmd is None:

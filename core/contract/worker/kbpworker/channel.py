@@ -53,3 +53,21 @@ class Channel:
         while view:
             n = self._write(self._res_fd, view)
             view = view[n:]
+
+
+class Clock:
+    """The clock channel: one datagram per mark, "A<seq>" right before a timed region starts and
+    "D<seq>" right after it ends. The driver's end has kernel timestamps on, so each mark is
+    stamped by the kernel when this process sends it."""
+
+    def __init__(self, fd):
+        self._fd = fd
+        self._write = os.write  # captured, like the reply channel's
+
+    @classmethod
+    def from_env(cls):
+        fd = os.environ.get("KBP_CLOCK_FD")
+        return cls(int(fd)) if fd else None
+
+    def mark(self, kind, seq):
+        self._write(self._fd, b"%s%d" % (kind, seq))

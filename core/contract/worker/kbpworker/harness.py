@@ -199,7 +199,8 @@ class Session:
 
     def timed(self, seed, dist, armed, finished, noop=False):
         """One timed call on fresh inputs. armed() is called right before the timed region starts
-        and finished() right after it ends, so the driver's clock brackets the region."""
+        and finished() right after it ends: they send the clock channel's marks, which the kernel
+        stamps, so the driver's clock brackets the region."""
         if not noop:
             fresh = inputs.make_inputs(self.task, seed, dist, self.device)
             work = self._stage(fresh, self._time_bufs)
@@ -227,12 +228,12 @@ class Session:
                     out = self.model(*work)
             t1 = _perf_ns()
             dev_ms = (t1 - t0) / 1e6
+        res = {"device_ms": dev_ms, "host_ms": (t1 - t0) / 1e6}
+        finished(res)
         # A thread the call started and left running does its work outside the timed region.
         started = _thread_count() - threads
-        res = {"device_ms": dev_ms, "host_ms": (t1 - t0) / 1e6}
         if started > 0:
             res["threads_started"] = started
-        finished(res)
         if not noop:
             # Snapshot the result the moment the timed region ends. dump_last compares the live
             # output with it: work finished in the background after the call returned shows up.
