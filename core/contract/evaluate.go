@@ -182,7 +182,7 @@ func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, erro
 }
 
 func (e *Evaluator) hello(ctx context.Context, p *proc, settings map[string]any) (Fingerprint, error) {
-	resp, _, err := p.call(ctx, e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "hello", "settings": settings}, nil)
+	resp, err := p.call(ctx, e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "hello", "settings": settings})
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +313,7 @@ func (e *Evaluator) Compile(ctx context.Context, t Task, k Kernel, device string
 	if _, err := e.hello(ctx, p, settings); err != nil {
 		return fail(classOf(err), err.Error(), "", p.log.String())
 	}
-	resp, _, err := p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "build": false}, nil)
+	resp, err := p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "build": false})
 	if err != nil {
 		cls, msg, tb := describeErr(err)
 		return fail(cls, msg, tb, p.log.String())
@@ -519,12 +519,12 @@ func (r *evalRun) execute(k Kernel, device, dir string) {
 	}
 	initSeed := int(r.rng.Int64N(1 << 30))
 	// The reference must hold weights built from the same seed.
-	if _, _, err := r.ref.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": initSeed, "mode": r.ref.mode}, nil); err != nil {
+	if _, err := r.ref.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": initSeed, "mode": r.ref.mode}); err != nil {
 		r.refFail("reference", err)
 		return
 	}
 	e.progress("loading %s", k.Name)
-	resp, _, err := cand.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed, "mode": r.mode}, nil)
+	resp, err := cand.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed, "mode": r.mode})
 	if err != nil {
 		r.candFail("load", err)
 		r.tamper(stringList(resp["tampered"]))
@@ -565,7 +565,7 @@ func (r *evalRun) correctness() bool {
 			if s == 0 {
 				cmd["inputs_dump"] = base + "in"
 			}
-			resp, _, err := r.cand.call(r.ctx, cfg.CallTimeout, cmd, nil)
+			resp, err := r.cand.call(r.ctx, cfg.CallTimeout, cmd)
 			if err != nil {
 				r.tamper(stringList(resp["tampered"]))
 				r.candFail("correctness", err)
@@ -602,7 +602,7 @@ func (r *evalRun) correctness() bool {
 					return false
 				}
 			}
-			cres, _, err := r.ref.p.call(r.ctx, cfg.CallTimeout, ccmd, nil)
+			cres, err := r.ref.p.call(r.ctx, cfg.CallTimeout, ccmd)
 			r.clearDumps()
 			if err != nil {
 				var we *workerError
@@ -742,7 +742,7 @@ func (r *evalRun) series(p *proc, n int, seeds []int, noop bool, after func(i in
 		if seeds != nil {
 			cmd["seed"] = seeds[i]
 		}
-		resp, _, err := p.call(r.ctx, cfg.CallTimeout, cmd, nil)
+		resp, err := p.call(r.ctx, cfg.CallTimeout, cmd)
 		if err != nil {
 			return ts, err
 		}
@@ -866,7 +866,7 @@ func (r *evalRun) timing() {
 	if msg, _ := threadCheck(cand.threaded, len(cand.dev)); msg != "" {
 		r.res.Warnings = append(r.res.Warnings, "candidate: "+msg)
 	}
-	resp, _, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "guard"}, nil)
+	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "guard"})
 	if err != nil {
 		r.candFail("timing", err)
 		return
@@ -935,7 +935,7 @@ func (r *evalRun) noteMutation(idx []int, phase string) {
 func (r *evalRun) recheck(i, seed int) (bool, error) {
 	cfg := r.e.opt.Config
 	base := filepath.Join(r.dumpDir, fmt.Sprintf("timed%d", i))
-	resp, _, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "dump_last", "dump": base}, nil)
+	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "dump_last", "dump": base})
 	if err != nil {
 		r.candFail("timing", err)
 		return false, err
@@ -960,7 +960,7 @@ func (r *evalRun) recheck(i, seed int) (bool, error) {
 	if r.task.Tolerance != nil {
 		ccmd["tolerance"] = r.task.Tolerance
 	}
-	cres, _, err := r.ref.p.call(r.ctx, cfg.CallTimeout, ccmd, nil)
+	cres, err := r.ref.p.call(r.ctx, cfg.CallTimeout, ccmd)
 	r.clearDumps()
 	if err != nil {
 		r.refFail("timing re-check", err)

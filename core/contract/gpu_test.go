@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -50,11 +51,30 @@ func TestGPUContract(t *testing.T) {
 		{"background_thread", big, ClassTampering, false},
 		{"stealth_timer", small, ClassTampering, false},
 	}
+	// Build every candidate first, eight at a time, as `kbplatform eval` does with its compile
+	// workers: one nvcc build after another would spend most of the run compiling.
+	compiled := make([]*CompileResult, len(cases))
+	kernels := make([]Kernel, len(cases))
+	for i, c := range cases {
+		kernels[i] = loadKernel(t, c.kernel)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, c := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			compiled[i] = e.Compile(context.Background(), c.task, kernels[i], "cuda:0")
+		}()
+	}
+	wg.Wait()
 	var table []string
 	medians := map[string]float64{}
-	for _, c := range cases {
+	for i, c := range cases {
 		t.Run(c.kernel, func(t *testing.T) {
-			res := e.Evaluate(context.Background(), c.task, loadKernel(t, c.kernel), "cuda:0", nil)
+			res := e.Evaluate(context.Background(), c.task, kernels[i], "cuda:0", compiled[i])
 			line := fmt.Sprintf("%-20s %-5s %-22s", c.kernel, res.Verdict, res.ErrorClass)
 			if res.Timing != nil {
 				medians[c.kernel] = res.Timing.Candidate.Median

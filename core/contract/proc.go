@@ -34,10 +34,9 @@ type workerError struct {
 
 func (e *workerError) Error() string { return e.Class + ": " + e.Message }
 
-// message is one line from the worker, stamped with the driver's clock on arrival.
+// message is one line from the worker.
 type message struct {
 	raw map[string]json.RawMessage
-	at  time.Time
 }
 
 // proc is one worker process: its own process group, a command pipe, a reply pipe, a clock
@@ -126,14 +125,13 @@ func (p *proc) read(r *os.File) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for {
 		line, err := br.ReadBytes('\n')
-		at := time.Now()
 		if len(line) > 0 {
 			var m map[string]json.RawMessage
 			if jerr := json.Unmarshal(line, &m); jerr != nil {
 				p.readErr = fmt.Errorf("malformed message on the reply channel: %.200q", line)
 				return
 			}
-			p.msgs <- message{raw: m, at: at}
+			p.msgs <- message{raw: m}
 		}
 		if err != nil {
 			return
@@ -204,15 +202,15 @@ func (p *proc) exitDescription() string {
 	return p.waitErr.Error()
 }
 
-// call sends one command and waits for its reply. onEvent sees intermediate events (the timed
-// command's "armed"). A dead, hung or misbehaving worker yields a *procError.
-func (p *proc) call(ctx context.Context, timeout time.Duration, cmd map[string]any, onEvent func(string, time.Time)) (map[string]json.RawMessage, time.Time, error) {
+// call sends one command and waits for its reply (timed regions are bracketed on the clock socket,
+// not here). A dead, hung or misbehaving worker yields a *procError.
+func (p *proc) call(ctx context.Context, timeout time.Duration, cmd map[string]any) (map[string]json.RawMessage, error) {
 	if p.exited() {
-		return nil, time.Time{}, p.deathError("before the command was sent")
+		return nil, p.deathError("before the command was sent")
 	}
 	if err := p.send(cmd); err != nil {
 		<-p.done
-		return nil, time.Time{}, p.deathError("while receiving a command")
+		return nil, p.deathError("while receiving a command")
 	}
 	want := p.seq
 	timer := time.NewTimer(timeout)
@@ -221,51 +219,47 @@ func (p *proc) call(ctx context.Context, timeout time.Duration, cmd map[string]a
 		select {
 		case <-ctx.Done():
 			p.kill()
-			return nil, time.Time{}, ctx.Err()
+			return nil, ctx.Err()
 		case <-timer.C:
 			p.kill()
-			return nil, time.Time{}, &procError{Class: "timeout", Message: fmt.Sprintf("no answer to %q within %s; the process group was killed", cmd["op"], timeout)}
+			return nil, &procError{Class: "timeout", Message: fmt.Sprintf("no answer to %q within %s; the process group was killed", cmd["op"], timeout)}
 		case m, ok := <-p.msgs:
 			if !ok {
 				if p.readErr != nil {
 					p.kill()
-					return nil, time.Time{}, &procError{Class: "tampering", Message: p.readErr.Error()}
+					return nil, &procError{Class: "tampering", Message: p.readErr.Error()}
 				}
 				select {
 				case <-p.done:
 				case <-time.After(10 * time.Second):
 					p.kill()
 				}
-				return nil, time.Time{}, p.deathError(fmt.Sprintf("during %q", cmd["op"]))
+				return nil, p.deathError(fmt.Sprintf("during %q", cmd["op"]))
 			}
 			var seq int
 			if err := json.Unmarshal(m.raw["seq"], &seq); err != nil || seq != want {
 				p.kill()
-				return nil, time.Time{}, &procError{Class: "tampering", Message: fmt.Sprintf("unexpected message on the reply channel (seq %s, expected %d): something other than the harness wrote to it", m.raw["seq"], want)}
+				return nil, &procError{Class: "tampering", Message: fmt.Sprintf("unexpected message on the reply channel (seq %s, expected %d): something other than the harness wrote to it", m.raw["seq"], want)}
 			}
 			if ev, ok := m.raw["event"]; ok {
 				var name string
 				_ = json.Unmarshal(ev, &name)
-				if onEvent == nil {
-					p.kill()
-					return nil, time.Time{}, &procError{Class: "tampering", Message: fmt.Sprintf("unexpected event %q on the reply channel", name)}
-				}
-				onEvent(name, m.at)
-				continue
+				p.kill()
+				return nil, &procError{Class: "tampering", Message: fmt.Sprintf("unexpected event %q on the reply channel", name)}
 			}
 			var ok2 bool
 			if err := json.Unmarshal(m.raw["ok"], &ok2); err != nil {
 				p.kill()
-				return nil, time.Time{}, &procError{Class: "tampering", Message: "reply without status on the reply channel"}
+				return nil, &procError{Class: "tampering", Message: "reply without status on the reply channel"}
 			}
 			if !ok2 {
 				var we workerError
 				if err := json.Unmarshal(m.raw["error"], &we); err != nil {
-					return m.raw, m.at, &workerError{Class: "harness_error", Message: "unreadable error reply"}
+					return m.raw, &workerError{Class: "harness_error", Message: "unreadable error reply"}
 				}
-				return m.raw, m.at, &we
+				return m.raw, &we
 			}
-			return m.raw, m.at, nil
+			return m.raw, nil
 		}
 	}
 }

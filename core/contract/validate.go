@@ -25,7 +25,7 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if err != nil {
 		return fail(err.Error())
 	}
-	if _, _, err := ref.p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": 1, "mode": "eager"}, nil); err != nil {
+	if _, err := ref.p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": 1, "mode": "eager"}); err != nil {
 		_, msg, _ := describeErr(err)
 		ref.p.kill()
 		return fail("the reference does not build: " + msg)
@@ -38,7 +38,7 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if t.Tolerance != nil {
 		cmd["tolerance"] = t.Tolerance
 	}
-	resp, _, err := ref.p.call(ctx, e.opt.Config.CallTimeout, cmd, nil)
+	resp, err := ref.p.call(ctx, e.opt.Config.CallTimeout, cmd)
 	if err != nil {
 		_, msg, _ := describeErr(err)
 		ref.p.kill()
