@@ -22,17 +22,38 @@ as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else die "need root to run: $*"; fi
 }
 
+# torch_headers PY succeeds when PY's torch can build C++ extensions: its headers and pybind11's.
+torch_headers() {
+	"$1" - >/dev/null 2>&1 <<'PY'
+import os, sys
+from torch.utils.cpp_extension import include_paths
+paths = include_paths() + ["/usr/include", "/usr/local/include"]
+has = lambda rel: any(os.path.exists(os.path.join(p, rel)) for p in paths)
+sys.exit(0 if has("torch/extension.h") and has("pybind11/pybind11.h") else 1)
+PY
+}
+
 # install_deps installs what the contract worker needs, from Debian's packages, when it is missing:
 # torch for the worker, pytest for its tests, g++ and ninja for C++ kernels.
 install_deps() {
-	local missing=""
-	if ! find_python >/dev/null; then missing="$missing python3-torch python3-numpy"; fi
-	local py
-	py=$(find_python || echo /usr/bin/python3)
+	local missing="" py
+	# C++ kernels include torch/extension.h, which includes pybind11; Debian ships those headers in
+	# libtorch-dev and pybind11-dev, which python3-torch only recommends (a pip torch carries them).
+	if ! py=$(find_python); then
+		missing="$missing python3-torch python3-numpy libtorch-dev pybind11-dev"
+		py=/usr/bin/python3
+	elif [ "$py" = /usr/bin/python3 ] && ! torch_headers "$py"; then
+		missing="$missing libtorch-dev pybind11-dev"
+	fi
 	if [ "${KBP_NEED_PYTEST:-0}" = 1 ] && ! "$py" -c 'import pytest' >/dev/null 2>&1; then missing="$missing python3-pytest"; fi
 	command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 	command -v ninja >/dev/null 2>&1 || missing="$missing ninja-build"
-	if [ "${KBP_NEED_PROTOC:-0}" = 1 ] && ! command -v protoc >/dev/null 2>&1; then missing="$missing protobuf-compiler"; fi
+	# protoc alone lacks google/protobuf/*.proto (struct, timestamp): libprotobuf-dev ships them,
+	# and it is only a Recommends of protobuf-compiler, which --no-install-recommends drops.
+	if [ "${KBP_NEED_PROTOC:-0}" = 1 ]; then
+		command -v protoc >/dev/null 2>&1 || missing="$missing protobuf-compiler"
+		[ -f /usr/include/google/protobuf/struct.proto ] || missing="$missing libprotobuf-dev"
+	fi
 	if [ -n "$missing" ]; then
 		command -v apt-get >/dev/null 2>&1 || die "missing:$missing (install them, or set KBP_PYTHON to a python with torch)"
 		echo "installing:$missing" >&2
