@@ -21,6 +21,7 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if err != nil {
 		return fail(err.Error())
 	}
+	defer e.release(ref)
 	taskPath, err := e.writeTask(t)
 	if err != nil {
 		return fail(err.Error())

@@ -1,0 +1,112 @@
+package contract
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestReferenceProcessesAreBounded checks that a run over many tasks keeps only a few reference
+// processes alive per device: a baseline of the whole gpu-size suite once kept one per task and
+// ran an H200 out of memory by the ninth task.
+func TestReferenceProcessesAreBounded(t *testing.T) {
+	e := newEvaluator(t, nil)
+	base := loadTask(t, "scale_relu")
+	limit := liveReferences("cpu")
+	var procs []*proc
+	for i := range limit + 2 {
+		task := base
+		task.ID = fmt.Sprintf("%s-%d", base.ID, i)
+		task.Hash = fmt.Sprintf("%s-%d", base.Hash, i)
+		if v := e.Validate(context.Background(), task, "cpu"); !v.OK {
+			t.Fatalf("task %d: %v", i, v.Errors)
+		}
+		e.mu.Lock()
+		r := e.refs[e.refKey(task, "cpu", "eager")]
+		e.mu.Unlock()
+		if r == nil {
+			t.Fatalf("task %d: no reference process cached", i)
+		}
+		if r.users != 0 {
+			t.Fatalf("task %d: reference still counted as in use (%d) after Validate", i, r.users)
+		}
+		procs = append(procs, r.p)
+	}
+	e.mu.Lock()
+	n := len(e.refs)
+	e.mu.Unlock()
+	if n != limit {
+		t.Fatalf("%d reference processes cached, want %d", n, limit)
+	}
+	// The two least recently used are gone, processes and all; the newest are alive.
+	for i, p := range procs {
+		gone := waitExited(p, 10*time.Second)
+		if want := i < 2; gone != want {
+			t.Errorf("reference %d: exited=%v, want %v", i, gone, want)
+		}
+	}
+	// A task seen again reuses its process (no new one, none evicted).
+	again := base
+	again.ID, again.Hash = fmt.Sprintf("%s-%d", base.ID, limit+1), fmt.Sprintf("%s-%d", base.Hash, limit+1)
+	if v := e.Validate(context.Background(), again, "cpu"); !v.OK {
+		t.Fatal(v.Errors)
+	}
+	e.mu.Lock()
+	same := e.refs[e.refKey(again, "cpu", "eager")].p == procs[limit+1]
+	e.mu.Unlock()
+	if !same {
+		t.Error("the newest task's reference process was not reused")
+	}
+}
+
+// TestBusyReferenceIsNotEvicted checks that eviction passes over a reference process in use and
+// ends it once it is handed back.
+func TestBusyReferenceIsNotEvicted(t *testing.T) {
+	e := newEvaluator(t, nil)
+	base := loadTask(t, "scale_relu")
+	variant := func(i int) Task {
+		task := base
+		task.ID, task.Hash = fmt.Sprintf("%s-busy-%d", base.ID, i), fmt.Sprintf("%s-busy-%d", base.Hash, i)
+		return task
+	}
+	busy, err := e.reference(context.Background(), variant(0), "cpu", "eager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := liveReferences("cpu")
+	for i := 1; i <= limit; i++ {
+		if v := e.Validate(context.Background(), variant(i), "cpu"); !v.OK {
+			t.Fatalf("task %d: %v", i, v.Errors)
+		}
+	}
+	if busy.p.exited() {
+		t.Fatal("a reference process in use was ended")
+	}
+	e.mu.Lock()
+	n := len(e.refs)
+	_, oldestIdle := e.refs[e.refKey(variant(1), "cpu", "eager")]
+	e.mu.Unlock()
+	if n != limit || oldestIdle {
+		t.Fatalf("%d reference processes cached (oldest idle one kept: %v), want %d with it gone", n, oldestIdle, limit)
+	}
+	// Handed back, it is the least recently used: the next new task ends it.
+	e.release(busy)
+	if v := e.Validate(context.Background(), variant(limit+1), "cpu"); !v.OK {
+		t.Fatal(v.Errors)
+	}
+	if !waitExited(busy.p, 10*time.Second) {
+		t.Error("the least recently used reference was not ended once handed back")
+	}
+}
+
+func waitExited(p *proc, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p.exited()
+}
