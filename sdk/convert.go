@@ -150,7 +150,7 @@ func resultToPB(r *Result) *pb.Result {
 	out := &pb.Result{Contract: r.Contract, Task: t, Kernel: k, Device: r.Device, Verdict: r.Verdict,
 		ErrorClass: r.ErrorClass, Phase: r.Phase, Message: r.Message, Traceback: r.Traceback, Log: r.Log,
 		Tampered: r.Tampered, Warnings: r.Warnings, Fingerprint: structToPB(r.Fingerprint), Config: configToPB(r.Config),
-		Compile: compileToPB(r.Compile)}
+		Compile: compileToPB(r.Compile), ModelCompileS: r.ModelCompileS}
 	if !r.StartedAt.IsZero() {
 		out.StartedAt = timestamppb.New(r.StartedAt)
 	}
@@ -181,7 +181,8 @@ func resultFromPB(p *pb.Result) *Result {
 	}
 	r := &Result{Contract: p.Contract, Task: taskFromPB(p.Task), Kernel: kernelFromPB(p.Kernel), Device: p.Device,
 		Verdict: p.Verdict, ErrorClass: p.ErrorClass, Phase: p.Phase, Message: p.Message, Traceback: p.Traceback, Log: p.Log,
-		Tampered: p.Tampered, Warnings: p.Warnings, Config: configFromPB(p.Config), Compile: compileFromPB(p.Compile)}
+		Tampered: p.Tampered, Warnings: p.Warnings, Config: configFromPB(p.Config), Compile: compileFromPB(p.Compile),
+		ModelCompileS: p.ModelCompileS}
 	if fp := structFromPB(p.Fingerprint); fp != nil {
 		r.Fingerprint = Fingerprint(fp)
 	}

@@ -118,8 +118,11 @@ type Result struct {
 	Fingerprint Fingerprint    `json:"fingerprint"`
 	Config      Config         `json:"config"`
 	Compile     *CompileResult `json:"compile,omitempty"`
-	StartedAt   time.Time      `json:"started_at"`
-	FinishedAt  time.Time      `json:"finished_at"`
+	// ModelCompileS is, for a baseline in a torch.compile mode, the seconds its first call took
+	// (tracing, code generation, autotuning): spent before any trial, never timed.
+	ModelCompileS float64   `json:"model_compile_s,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
 }
 
 // CompileResult is the outcome of the compile phase (importing the candidate on the CPU side).

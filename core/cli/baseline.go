@@ -61,7 +61,7 @@ Results are stored per task, size, platform fingerprint and mode.`,
 			var out []store.Baseline
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			if !asJSON {
-				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tVS EAGER\tSTATUS")
+				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tVS EAGER\tCOMPILE s\tSTATUS")
 			}
 			total := len(list) * len(modes)
 			n := 0
@@ -91,6 +91,7 @@ Results are stored per task, size, platform fingerprint and mode.`,
 						b.Stats = &res.Timing.Candidate
 						b.Eager = &res.Timing.Reference
 						b.Speedup = res.Timing.Speedup
+						b.CompileS = res.ModelCompileS
 					} else {
 						b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
 					}
@@ -107,9 +108,9 @@ Results are stored per task, size, platform fingerprint and mode.`,
 					out = append(out, b)
 					if !asJSON {
 						if b.Stats != nil {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, 1/b.Speedup)
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, 1/b.Speedup, compileSeconds(b.CompileS))
 						} else {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
+							fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
 						}
 					}
 				}
@@ -138,4 +139,12 @@ func validMode(m string) bool {
 		}
 	}
 	return false
+}
+
+// compileSeconds shows a compile time; eager has none.
+func compileSeconds(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", s)
 }

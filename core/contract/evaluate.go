@@ -602,6 +602,10 @@ func (r *evalRun) execute(k Kernel, device, dir string) {
 		return
 	}
 	r.tamper(stringList(resp["tampered"]))
+	if raw, ok := resp["model_compile_s"]; ok && r.mode != "eager" {
+		// Only baselines run a compile mode, and their "candidate" is the task's own Model.
+		_ = json.Unmarshal(raw, &r.res.ModelCompileS)
+	}
 
 	if !r.correctness() {
 		r.finish()

@@ -76,7 +76,7 @@ func TestGPUContract(t *testing.T) {
 		t.Run(c.kernel, func(t *testing.T) {
 			res := e.Evaluate(context.Background(), c.task, kernels[i], "cuda:0", compiled[i])
 			line := fmt.Sprintf("%-20s %-5s %-22s", c.kernel, res.Verdict, res.ErrorClass)
-			if res.Timing != nil {
+			if res.Timing != nil && res.Verdict == Pass {
 				medians[c.kernel] = res.Timing.Candidate.Median
 				line += fmt.Sprintf(" cand %.4f ms eager %.4f ms (%.2fx)", res.Timing.Candidate.Median, res.Timing.Reference.Median, res.Timing.Speedup)
 			} else {

@@ -432,8 +432,9 @@ type Baseline struct {
 	Platform    string               `json:"platform"`
 	Fingerprint contract.Fingerprint `json:"fingerprint"`
 	Stats       *contract.Stats      `json:"stats,omitempty"`
-	Eager       *contract.Stats      `json:"eager,omitempty"`   // eager timed in the same run
-	Speedup     float64              `json:"speedup,omitempty"` // eager median / this mode's median
+	Eager       *contract.Stats      `json:"eager,omitempty"`     // eager timed in the same run
+	Speedup     float64              `json:"speedup,omitempty"`   // eager median / this mode's median
+	CompileS    float64              `json:"compile_s,omitempty"` // torch.compile's first call, untimed
 	Verdict     string               `json:"verdict"`
 	Error       string               `json:"error,omitempty"`
 	Evaluation  string               `json:"evaluation,omitempty"`

@@ -27,6 +27,16 @@ def _apply_settings(settings):
         os.environ["TORCH_CUDA_ARCH_LIST"] = arch
 
 
+def _preload_dynamo():
+    """Import torch._dynamo before the guard's snapshot. Its import wraps torch.manual_seed (once,
+    for the whole process), and torch.compile imports it on first use: without this, a baseline in
+    a compile mode, or a candidate that calls torch.compile, reads as one that patched the harness."""
+    try:
+        import torch._dynamo  # noqa: F401
+    except ImportError:  # torch < 2.0 has no torch.compile
+        pass
+
+
 class Worker:
     def __init__(self, role, chan, clock=None):
         self.role = role
@@ -73,6 +83,7 @@ class Worker:
             self.ext = extcache.ExtensionCache(cache_dir, settings.get("recipe"))
             self.ext.install()
         if self.role == "candidate":
+            _preload_dynamo()
             self.guard = guard.Guard()
             self.guard.capture(OWN_MODULES + (sys.modules[__name__],))
         return {"ok": True, "protocol": PROTOCOL, "pid": os.getpid(),
@@ -90,6 +101,8 @@ class Worker:
         if cmd.get("build", True):
             cmd["phase"] = "init"
             s.build(cls, int(cmd.get("init_seed", 0)), cmd.get("mode", "eager"))
+            if s.model_compile_s is not None:
+                body["model_compile_s"] = s.model_compile_s
         if self.ext is not None:
             body["ext_builds"], body["ext_hits"] = self.ext.builds, self.ext.hits
         if self.role == "candidate":

@@ -935,27 +935,30 @@ func (x *CompileResult) GetDurationNs() int64 {
 
 // The outcome of one evaluation. verdict: pass, fail or error (no verdict about the kernel).
 type Result struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Contract      string                 `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
-	Task          *Task                  `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`     // source omitted
-	Kernel        *Kernel                `protobuf:"bytes,3,opt,name=kernel,proto3" json:"kernel,omitempty"` // source omitted
-	Device        string                 `protobuf:"bytes,4,opt,name=device,proto3" json:"device,omitempty"`
-	Verdict       string                 `protobuf:"bytes,5,opt,name=verdict,proto3" json:"verdict,omitempty"`
-	ErrorClass    string                 `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
-	Phase         string                 `protobuf:"bytes,7,opt,name=phase,proto3" json:"phase,omitempty"`
-	Message       string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
-	Traceback     string                 `protobuf:"bytes,9,opt,name=traceback,proto3" json:"traceback,omitempty"`
-	Log           string                 `protobuf:"bytes,10,opt,name=log,proto3" json:"log,omitempty"`
-	Tampered      []string               `protobuf:"bytes,11,rep,name=tampered,proto3" json:"tampered,omitempty"`
-	Trials        []*Trial               `protobuf:"bytes,12,rep,name=trials,proto3" json:"trials,omitempty"`
-	Mismatch      *Mismatch              `protobuf:"bytes,13,opt,name=mismatch,proto3" json:"mismatch,omitempty"`
-	Timing        *Timing                `protobuf:"bytes,14,opt,name=timing,proto3" json:"timing,omitempty"`
-	Warnings      []string               `protobuf:"bytes,15,rep,name=warnings,proto3" json:"warnings,omitempty"`
-	Fingerprint   *structpb.Struct       `protobuf:"bytes,16,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
-	Config        *ContractConfig        `protobuf:"bytes,17,opt,name=config,proto3" json:"config,omitempty"`
-	Compile       *CompileResult         `protobuf:"bytes,18,opt,name=compile,proto3" json:"compile,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Contract    string                 `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	Task        *Task                  `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`     // source omitted
+	Kernel      *Kernel                `protobuf:"bytes,3,opt,name=kernel,proto3" json:"kernel,omitempty"` // source omitted
+	Device      string                 `protobuf:"bytes,4,opt,name=device,proto3" json:"device,omitempty"`
+	Verdict     string                 `protobuf:"bytes,5,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	ErrorClass  string                 `protobuf:"bytes,6,opt,name=error_class,json=errorClass,proto3" json:"error_class,omitempty"`
+	Phase       string                 `protobuf:"bytes,7,opt,name=phase,proto3" json:"phase,omitempty"`
+	Message     string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	Traceback   string                 `protobuf:"bytes,9,opt,name=traceback,proto3" json:"traceback,omitempty"`
+	Log         string                 `protobuf:"bytes,10,opt,name=log,proto3" json:"log,omitempty"`
+	Tampered    []string               `protobuf:"bytes,11,rep,name=tampered,proto3" json:"tampered,omitempty"`
+	Trials      []*Trial               `protobuf:"bytes,12,rep,name=trials,proto3" json:"trials,omitempty"`
+	Mismatch    *Mismatch              `protobuf:"bytes,13,opt,name=mismatch,proto3" json:"mismatch,omitempty"`
+	Timing      *Timing                `protobuf:"bytes,14,opt,name=timing,proto3" json:"timing,omitempty"`
+	Warnings    []string               `protobuf:"bytes,15,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Fingerprint *structpb.Struct       `protobuf:"bytes,16,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Config      *ContractConfig        `protobuf:"bytes,17,opt,name=config,proto3" json:"config,omitempty"`
+	Compile     *CompileResult         `protobuf:"bytes,18,opt,name=compile,proto3" json:"compile,omitempty"`
+	StartedAt   *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	FinishedAt  *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// Baselines in a torch.compile mode: seconds the first call took (tracing, code generation,
+	// autotuning), spent before any trial and kept out of every timing.
+	ModelCompileS float64 `protobuf:"fixed64,21,opt,name=model_compile_s,json=modelCompileS,proto3" json:"model_compile_s,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1128,6 +1131,13 @@ func (x *Result) GetFinishedAt() *timestamppb.Timestamp {
 		return x.FinishedAt
 	}
 	return nil
+}
+
+func (x *Result) GetModelCompileS() float64 {
+	if x != nil {
+		return x.ModelCompileS
+	}
+	return 0
 }
 
 type Validation struct {
@@ -1677,7 +1687,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"cache_hits\x18\a \x01(\x05R\tcacheHits\x12\x1f\n" +
 	"\vduration_ns\x18\b \x01(\x03R\n" +
-	"durationNs\"\xcc\x06\n" +
+	"durationNs\"\xf4\x06\n" +
 	"\x06Result\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12.\n" +
 	"\x04task\x18\x02 \x01(\v2\x1a.kbplatform.plugin.v1.TaskR\x04task\x124\n" +
@@ -1702,7 +1712,8 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xad\x01\n" +
+	"finishedAt\x12&\n" +
+	"\x0fmodel_compile_s\x18\x15 \x01(\x01R\rmodelCompileS\"\xad\x01\n" +
 	"\n" +
 	"Validation\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
