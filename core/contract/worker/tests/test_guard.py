@@ -1,8 +1,12 @@
+import functools
+import importlib.abc
+import importlib.util
 import sys
 import time
 
 import torch
 
+from kbpworker import __main__ as worker
 from kbpworker import guard, harness
 
 
@@ -41,3 +45,47 @@ def test_detects_class_and_module_swaps():
         harness.Session.timed = orig
         sys.modules["time"] = real_time
     assert g.check() == []
+
+
+class _FakeDynamo(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Stands in for torch._dynamo where torch has none (torch < 2.0): importing it wraps
+    torch.manual_seed, as the real module's import does."""
+
+    def find_spec(self, name, path, target=None):
+        if name == "torch._dynamo":
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        real = torch.manual_seed
+        torch.manual_seed = functools.wraps(real)(lambda seed: real(seed))
+
+
+def test_torch_compile_machinery_is_not_tampering():
+    # torch.compile imports torch._dynamo on first use, and that import replaces torch.manual_seed
+    # for the whole process: the candidate worker loads it before the guard's snapshot, so a
+    # candidate (or a compile-mode baseline) that calls torch.compile is not flagged.
+    fresh = "torch._dynamo" not in sys.modules
+    fake = None
+    if importlib.util.find_spec("torch._dynamo") is None:
+        fake = _FakeDynamo()
+        sys.meta_path.insert(0, fake)
+    orig_seed = torch.manual_seed
+    try:
+        w = worker.Worker("candidate", chan=None)
+        w.op_hello({"settings": {"device": "cpu"}}, 1)
+        importlib.import_module("torch._dynamo")  # what torch.compile does on first use
+
+        assert w.tampered() == []
+        if fresh:
+            assert torch.manual_seed is not orig_seed, "the import did not wrap manual_seed: the test proves nothing"
+        torch.manual_seed = lambda seed: None  # a real patch after the snapshot still shows
+        assert "torch.manual_seed replaced" in w.tampered()
+    finally:
+        torch.manual_seed = orig_seed
+        if fake is not None:
+            sys.meta_path.remove(fake)
+            sys.modules.pop("torch._dynamo", None)
