@@ -24,9 +24,10 @@ func (a *app) baselineCmd() *cobra.Command {
 		Short: "Time tasks in eager mode and the torch.compile modes, per platform",
 		Long: `Time each task's own Model in eager mode and in torch.compile's modes (default,
 reduce-overhead, max-autotune, max-autotune-no-cudagraphs; also cudagraphs), each checked for
-correctness against eager and timed the same way as candidates. Compile time is excluded. The eager
-row is an A/A measurement: eager against eager, whose ratio shows the platform's timing noise.
-Results are stored per task, size, platform fingerprint and mode.`,
+correctness against eager and timed the same way as candidates. Compile time is excluded from
+timing and shown apart (COMPILE s): the compiling first call runs before any trial, under
+--compile-timeout. The eager row is an A/A measurement: eager against eager, whose ratio shows the
+platform's timing noise. Results are stored per task, size, platform fingerprint and mode.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, reg, err := a.openWithRegistry()
