@@ -33,6 +33,20 @@ sys.exit(0 if has("torch/extension.h") and has("pybind11/pybind11.h") else 1)
 PY
 }
 
+# protoc_ready succeeds when protoc can compile the protocol: the compiler and the well-known types
+# it imports (google/protobuf/struct.proto), which Debian ships apart, in libprotobuf-dev (only a
+# Recommends of protobuf-compiler, which --no-install-recommends drops).
+protoc_ready() {
+	command -v protoc >/dev/null 2>&1 || return 1
+	local d rc
+	d=$(mktemp -d)
+	echo 'syntax = "proto3"; import "google/protobuf/struct.proto";' >"$d/probe.proto"
+	protoc -I "$d" --descriptor_set_out=/dev/null "$d/probe.proto" >/dev/null 2>&1
+	rc=$?
+	rm -rf "$d"
+	return $rc
+}
+
 # install_deps installs what the contract worker needs, from Debian's packages, when it is missing:
 # torch for the worker, pytest for its tests, g++ and ninja for C++ kernels.
 install_deps() {
@@ -48,12 +62,7 @@ install_deps() {
 	if [ "${KBP_NEED_PYTEST:-0}" = 1 ] && ! "$py" -c 'import pytest' >/dev/null 2>&1; then missing="$missing python3-pytest"; fi
 	command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 	command -v ninja >/dev/null 2>&1 || missing="$missing ninja-build"
-	# protoc alone lacks google/protobuf/*.proto (struct, timestamp): libprotobuf-dev ships them,
-	# and it is only a Recommends of protobuf-compiler, which --no-install-recommends drops.
-	if [ "${KBP_NEED_PROTOC:-0}" = 1 ]; then
-		command -v protoc >/dev/null 2>&1 || missing="$missing protobuf-compiler"
-		[ -f /usr/include/google/protobuf/struct.proto ] || missing="$missing libprotobuf-dev"
-	fi
+	if [ "${KBP_NEED_PROTOC:-0}" = 1 ] && ! protoc_ready; then missing="$missing protobuf-compiler libprotobuf-dev"; fi
 	if [ -n "$missing" ]; then
 		command -v apt-get >/dev/null 2>&1 || die "missing:$missing (install them, or set KBP_PYTHON to a python with torch)"
 		echo "installing:$missing" >&2

@@ -66,8 +66,8 @@ type refServer struct {
 }
 
 // liveReferences is how many idle reference processes a device keeps. Each holds its task's
-// weights, rotating input sets and allocator cache (tens of GB for a gpu-size task): a baseline
-// of the whole suite kept one per task and ran the GPU out of memory by the ninth.
+// weights, rotating input sets and allocator cache (GBs for a gpu-size task): one per task would
+// hold the whole suite's memory at once during a baseline of every task.
 func liveReferences(device string) int {
 	if strings.HasPrefix(device, "cuda") {
 		return 1

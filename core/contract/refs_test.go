@@ -8,8 +8,8 @@ import (
 )
 
 // TestReferenceProcessesAreBounded checks that a run over many tasks keeps only a few reference
-// processes alive per device: a baseline of the whole gpu-size suite once kept one per task and
-// ran an H200 out of memory by the ninth task.
+// processes alive per device: one per task would hold the whole gpu-size suite's memory at once
+// during a baseline of every task.
 func TestReferenceProcessesAreBounded(t *testing.T) {
 	e := newEvaluator(t, nil)
 	base := loadTask(t, "scale_relu")
