@@ -201,3 +201,45 @@ func TestInterruptedIsNotAVerdict(t *testing.T) {
 		t.Fatalf("after interruption: %s %s %s", res.Verdict, res.ErrorClass, res.Message)
 	}
 }
+
+// A task whose reference cannot be built gives no verdict about the kernel: error, class
+// reference, with the reference's own output in the log. The reference starts while the
+// candidate compiles, and a kernel that fails to compile still gets the worker's fingerprint.
+func TestReferenceFailureAndCompileFailure(t *testing.T) {
+	e := newEvaluator(t, nil)
+	res := e.Evaluate(context.Background(), loadTask(t, "broken_init"), loadKernel(t, "honest_torch"), "cpu", nil)
+	if res.Verdict != VerdictError || res.ErrorClass != ClassReference || res.Phase != "reference" {
+		t.Fatalf("broken task: got %s/%s/%s: %s\n%s", res.Verdict, res.ErrorClass, res.Phase, res.Message, res.Log)
+	}
+	if !strings.Contains(res.Message+res.Traceback, "cannot be built") || !strings.Contains(res.Log, "== reference process ==") {
+		t.Fatalf("broken task: the reference's error is not reported: %q\n%s", res.Message, res.Log)
+	}
+	if res.Fingerprint["torch"] == nil {
+		t.Fatalf("broken task: no worker fingerprint: %v", res.Fingerprint)
+	}
+
+	task := loadTask(t, "scale_relu")
+	res = e.Evaluate(context.Background(), task, loadKernel(t, "syntax_error"), "cpu", nil)
+	if res.Verdict != Fail || res.ErrorClass != ClassLoad || res.Phase != "compile" {
+		t.Fatalf("syntax error: got %s/%s/%s: %s", res.Verdict, res.ErrorClass, res.Phase, res.Message)
+	}
+	if res.Fingerprint["torch"] == nil {
+		t.Fatalf("compile failure: no worker fingerprint: %v", res.Fingerprint)
+	}
+	// The reference started for it is kept and serves the next kernel of the task.
+	e.mu.Lock()
+	started := e.refs[e.refKey(task, "cpu", "eager")]
+	e.mu.Unlock()
+	if started == nil {
+		t.Fatal("the reference started next to a failed compile was not kept")
+	}
+	if res := e.Evaluate(context.Background(), task, loadKernel(t, "honest_torch"), "cpu", nil); res.Verdict != Pass {
+		t.Fatalf("after both failures: %s %s %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
+	}
+	e.mu.Lock()
+	reused := e.refs[e.refKey(task, "cpu", "eager")]
+	e.mu.Unlock()
+	if reused != started {
+		t.Fatal("the next evaluation started a new reference instead of using the kept one")
+	}
+}

@@ -480,36 +480,6 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	if compiled == nil {
-		e.progress("compiling %s", k.Name)
-		compiled = e.Compile(ctx, t, k, device)
-	}
-	res.Compile = compiled
-	if !compiled.OK {
-		res.Verdict, res.ErrorClass, res.Phase = Fail, compiled.ErrorClass, "compile"
-		res.Message, res.Traceback, res.Log = compiled.Message, compiled.Traceback, compiled.Log
-		if compiled.ErrorClass == ClassHarness {
-			res.Verdict = VerdictError
-		}
-		res.Fingerprint = e.fingerprint(device, nil)
-		return res
-	}
-
-	e.progress("starting reference for %s on %s", t.ID, device)
-	ref, err := e.reference(ctx, t, device, "eager")
-	if err != nil {
-		res.Verdict, res.ErrorClass, res.Phase = VerdictError, ClassReference, "reference"
-		_, res.Message, res.Traceback = describeErr(err)
-		var rf *refFailure
-		if errors.As(err, &rf) {
-			res.Log = rf.log
-		}
-		res.Fingerprint = e.fingerprint(device, nil)
-		return res
-	}
-	defer e.release(ref)
-	res.Fingerprint = e.fingerprint(device, ref.fp)
-
 	dir, err := os.MkdirTemp(e.opt.WorkDir, "eval-")
 	if err != nil {
 		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
@@ -521,10 +491,63 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
 		return res
 	}
+
+	// The reference process starts while the candidate compiles: each start is an import of
+	// torch (seconds), and neither needs the other. A reference started for a kernel that then
+	// fails to compile stays cached for the next evaluation of the task.
+	type refStart struct {
+		ref *refServer
+		err error
+	}
+	refc := make(chan refStart, 1)
+	e.progress("starting reference for %s on %s", t.ID, device)
+	go func() {
+		ref, err := e.reference(ctx, t, device, "eager")
+		refc <- refStart{ref, err}
+	}()
+	if compiled == nil {
+		e.progress("compiling %s", k.Name)
+		compiled = e.Compile(ctx, t, k, device)
+	}
+	res.Compile = compiled
+	if !compiled.OK {
+		res.Verdict, res.ErrorClass, res.Phase = Fail, compiled.ErrorClass, "compile"
+		res.Message, res.Traceback, res.Log = compiled.Message, compiled.Traceback, compiled.Log
+		if compiled.ErrorClass == ClassHarness {
+			res.Verdict = VerdictError
+		}
+		var fp Fingerprint
+		if rs := <-refc; rs.err == nil {
+			fp = rs.ref.fp
+			e.release(rs.ref)
+		}
+		res.Fingerprint = e.fingerprint(device, fp)
+		return res
+	}
 	rng, seed := e.seedSource()
 	res.Config.Seed = seed
-	run := &evalRun{e: e, ctx: ctx, res: res, task: t, ref: ref, dumpDir: dumpDir, rng: rng, mode: mode}
-	run.execute(k, device, dir)
+	run := &evalRun{e: e, ctx: ctx, res: res, task: t, dumpDir: dumpDir, rng: rng, mode: mode}
+	waited := false
+	run.execute(k, device, dir, func() (*refServer, error) {
+		waited = true
+		rs := <-refc
+		return rs.ref, rs.err
+	})
+	if !waited {
+		if rs := <-refc; rs.err == nil {
+			run.ref = rs.ref
+		}
+	}
+	if res.Fingerprint == nil {
+		var fp Fingerprint
+		if run.ref != nil {
+			fp = run.ref.fp
+		}
+		res.Fingerprint = e.fingerprint(device, fp)
+	}
+	if run.ref != nil {
+		e.release(run.ref)
+	}
 	return res
 }
 
@@ -557,7 +580,7 @@ func (r *evalRun) tamper(found []string) bool {
 	return len(r.res.Tampered) > 0
 }
 
-func (r *evalRun) execute(k Kernel, device, dir string) {
+func (r *evalRun) execute(k Kernel, device, dir string, reference func() (*refServer, error)) {
 	e, cfg := r.e, r.e.opt.Config
 	taskPath, err := e.writeTask(r.task)
 	if err != nil {
@@ -569,34 +592,63 @@ func (r *evalRun) execute(k Kernel, device, dir string) {
 		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
 		return
 	}
+	// The candidate's process imports torch while the reference's start finishes.
 	cand, settings, err := e.spawn("candidate", device, dir)
 	if err != nil {
 		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
 		return
 	}
 	r.cand = cand
+	var refLog string // the reference's own output explains its failure
 	defer func() {
 		cand.close()
 		r.res.Log = cand.log.String()
 		if r.res.ErrorClass == ClassReference {
-			// The reference's own output explains its failure; keep the candidate's after it.
-			r.res.Log = "== reference process ==\n" + r.ref.p.log.String() + "\n== candidate process ==\n" + r.res.Log
+			if r.ref != nil {
+				refLog = r.ref.p.log.String()
+			}
+			r.res.Log = "== reference process ==\n" + refLog + "\n== candidate process ==\n" + r.res.Log
 		}
 	}()
+	ref, err := reference()
+	if err != nil {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase = VerdictError, ClassReference, "reference"
+		_, r.res.Message, r.res.Traceback = describeErr(err)
+		var rf *refFailure
+		if errors.As(err, &rf) {
+			refLog = rf.log
+		}
+		return
+	}
+	r.ref = ref
+	r.res.Fingerprint = e.fingerprint(device, ref.fp)
 	if _, err := e.hello(r.ctx, cand, settings); err != nil {
 		r.candFail("start", err)
 		return
 	}
+
+	// Both build the task's model from the same seed. They load at once, except when the
+	// candidate's load compiles a torch.compile mode: its compile seconds are reported, and are
+	// measured with the reference quiet.
 	initSeed := int(r.rng.Int64N(1 << 30))
-	// The reference must hold weights built from the same seed.
-	if _, err := r.ref.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": initSeed, "mode": r.ref.mode}); err != nil {
+	refLoad := make(chan error, 1)
+	loadRef := func() {
+		_, err := ref.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": initSeed, "mode": ref.mode})
+		refLoad <- err
+	}
+	if r.mode == "eager" {
+		go loadRef()
+	} else {
+		loadRef()
+	}
+	e.progress("loading %s", k.Name)
+	resp, candErr := cand.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed, "mode": r.mode})
+	if err := <-refLoad; err != nil {
 		r.refFail("reference", err)
 		return
 	}
-	e.progress("loading %s", k.Name)
-	resp, err := cand.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed, "mode": r.mode})
-	if err != nil {
-		r.candFail("load", err)
+	if candErr != nil {
+		r.candFail("load", candErr)
 		r.tamper(stringList(resp["tampered"]))
 		r.finish()
 		return
