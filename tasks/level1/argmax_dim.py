@@ -13,7 +13,7 @@ class Model(nn.Module):
         return torch.argmax(x, dim=self.dim)
 
 
-batch_size = 35840
+batch_size = 43008
 dim = 20480
 
 

@@ -12,7 +12,7 @@ class Model(nn.Module):
         return torch.matmul(A, x)
 
 
-M = 16384
+M = 26624
 K = 43008
 
 

@@ -12,7 +12,7 @@ class Model(nn.Module):
         return torch.relu(x)
 
 
-batch_size = 4096
+batch_size = 6656
 dim = 90112
 
 

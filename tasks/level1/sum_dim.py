@@ -13,7 +13,7 @@ class Model(nn.Module):
         return torch.sum(x, dim=self.dim, keepdim=True)
 
 
-batch_size = 128
+batch_size = 192
 reduce_size = 4096
 inner = 1280
 
