@@ -2,8 +2,11 @@ package contract
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBaselines runs the task's own Model through the contract: eager is an A/A measurement that
@@ -43,5 +46,50 @@ func TestBaselines(t *testing.T) {
 	}
 	if compiled.ModelCompileS <= 0 {
 		t.Errorf("compile-default baseline reports no compile time")
+	}
+}
+
+// driftTask's forward takes longer the later it runs (1 ms plus 5 ms for every second since the
+// test began, on the host's wall clock, which both processes share): a device whose speed drifts.
+const driftTask = `import time
+import torch
+import torch.nn as nn
+
+T0 = %f
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        time.sleep(0.001 + 0.005 * (time.time() - T0))
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+`
+
+// An A/A measurement on a drifting device stays near 1.0 because the two sides' timed calls
+// alternate. Timed one side after the other, the side timed second would be slower by the drift
+// over a whole series: here about 10% (20 calls of ~45 ms each).
+func TestAlternationCancelsDrift(t *testing.T) {
+	e := newEvaluator(t, func(c *Config) { c.Seeds = 1 })
+	src := fmt.Sprintf(driftTask, float64(time.Now().UnixNano())/1e9)
+	task := Task{ID: "test/drift", Hash: hashOf(src), Size: "default", Source: src, Distributions: []string{"default", "scaled"}}
+	res := e.Baseline(context.Background(), task, "cpu", "eager")
+	if res.Verdict != Pass {
+		t.Fatalf("drift A/A: %s %s: %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
+	}
+	tm := res.Timing
+	ratio := tm.Reference.Median / tm.Candidate.Median
+	t.Logf("reference %.3f ms, candidate %.3f ms, A/A %.4f", tm.Reference.Median, tm.Candidate.Median, ratio)
+	if math.Abs(ratio-1) > 0.03 {
+		t.Fatalf("A/A ratio %.4f on a drifting device: the two sides were not timed in the same stretches", ratio)
 	}
 }

@@ -849,6 +849,22 @@ type timedSeries struct {
 	kernelClock bool
 }
 
+// extend appends the series o, whose first call has index offset among the timed calls (the
+// two sides alternate, so each side's timed calls come in many short series).
+func (ts timedSeries) extend(o timedSeries, offset int) timedSeries {
+	ts.dev = append(ts.dev, o.dev...)
+	ts.wall = append(ts.wall, o.wall...)
+	for _, m := range o.mutated {
+		if !slices.Contains(ts.mutated, m) {
+			ts.mutated = append(ts.mutated, m)
+		}
+	}
+	for _, i := range o.threaded {
+		ts.threaded = append(ts.threaded, offset+i)
+	}
+	return ts
+}
+
 // merge returns the samples of both series together.
 func (ts timedSeries) merge(o timedSeries) timedSeries {
 	return timedSeries{
@@ -923,21 +939,19 @@ func (r *evalRun) timing() {
 	}
 	tm := &Timing{Warmup: cfg.Warmup}
 
-	e.progress("timing reference (%d calls)", n)
+	// Both sides warm up, then their timed calls alternate one by one (reference, candidate,
+	// candidate, reference, ...). The device's speed drifts: on the H200, memory-bound kernels run
+	// 3-5% slower for stretches of 0.5-3 s, so two series timed one after the other can differ by
+	// that much with identical code. Alternating puts both sides in the same stretches.
+	e.progress("timing reference and candidate (%d calls each, alternating)", n)
 	refNoop, err := r.series(r.ref.p, cfg.NoopCalls, nil, true, nil)
 	if err == nil {
 		_, err = r.series(r.ref.p, cfg.Warmup, seeds[:cfg.Warmup], false, nil)
-	}
-	var ref timedSeries
-	if err == nil {
-		ref, err = r.series(r.ref.p, n, seeds[cfg.Warmup:], false, nil)
 	}
 	if err != nil {
 		r.refFail("reference timing", err)
 		return
 	}
-
-	e.progress("timing candidate (%d calls)", n)
 	candNoop, err := r.series(r.cand, cfg.NoopCalls, nil, true, nil)
 	if err != nil {
 		r.candFail("timing", err)
@@ -948,6 +962,7 @@ func (r *evalRun) timing() {
 		return
 	} else if len(warm.mutated) > 0 {
 		r.noteMutation(warm.mutated, "warmup")
+		return
 	}
 	var checkErr error
 	var threaded []int
@@ -975,19 +990,37 @@ func (r *evalRun) timing() {
 		}
 		return ok
 	}
-	cand, err := r.series(r.cand, n, seeds[cfg.Warmup:], false, after)
-	if err != nil {
-		r.candFail("timing", err)
-		return
+	var ref, cand timedSeries
+	timeRef := func(i int) bool {
+		s, err := r.series(r.ref.p, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false, nil)
+		if err != nil {
+			r.refFail("reference timing", err)
+			return false
+		}
+		ref = ref.extend(s, i)
+		return true
 	}
-	if len(cand.mutated) > 0 {
-		r.noteMutation(cand.mutated, "timing")
+	timeCand := func(i int) bool {
+		s, err := r.series(r.cand, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false, func(_ int, t bool) bool { return after(i, t) })
+		if err != nil {
+			r.candFail("timing", err)
+			return false
+		}
+		cand = cand.extend(s, i)
+		if len(s.mutated) > 0 {
+			r.noteMutation(s.mutated, "timing")
+		}
+		// A failed re-check has recorded its verdict already.
+		return checkErr == nil && r.res.ErrorClass == ""
 	}
-	if checkErr != nil {
-		return // recheck already recorded the failure
-	}
-	if r.res.ErrorClass != "" {
-		return
+	for i := 0; i < n; i++ {
+		first, second := timeRef, timeCand
+		if i%2 == 1 {
+			first, second = timeCand, timeRef
+		}
+		if !first(i) || !second(i) {
+			return
+		}
 	}
 	if msg, _ := threadCheck(cand.threaded, len(cand.dev)); msg != "" {
 		r.res.Warnings = append(r.res.Warnings, "candidate: "+msg)

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,15 @@ func TestThreadCheck(t *testing.T) {
 	}
 	if msg, bad := threadCheck([]int{3, 4}, 5); !bad || !strings.Contains(msg, "2 of 5") {
 		t.Fatalf("two calls: %q %v", msg, bad)
+	}
+}
+
+// The two sides alternate call by call: a side's series are joined with their calls' indices.
+func TestTimedSeriesExtend(t *testing.T) {
+	var ts timedSeries
+	ts = ts.extend(timedSeries{dev: []float64{1, 2}, threaded: []int{1}, mutated: []int{0}}, 0)
+	ts = ts.extend(timedSeries{dev: []float64{3}, threaded: []int{0}, mutated: []int{0, 1}}, 2)
+	if !slices.Equal(ts.dev, []float64{1, 2, 3}) || !slices.Equal(ts.threaded, []int{1, 2}) || !slices.Equal(ts.mutated, []int{0, 1}) {
+		t.Fatalf("extend: %+v", ts)
 	}
 }
