@@ -93,3 +93,18 @@ func TestAlternationCancelsDrift(t *testing.T) {
 		t.Fatalf("A/A ratio %.4f on a drifting device: the two sides were not timed in the same stretches", ratio)
 	}
 }
+
+// A candidate whose helper processes load the machine only while the reference is timed gets no
+// speedup from it: each side's calls run with the other side's process group stopped.
+func TestIdleSideIsStopped(t *testing.T) {
+	e := newEvaluator(t, nil)
+	res := e.Evaluate(context.Background(), loadTask(t, "matmul_small"), loadKernel(t, "slow_the_reference"), "cpu", nil)
+	if res.Verdict != Pass {
+		t.Fatalf("got %s %s: %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
+	}
+	tm := res.Timing
+	t.Logf("reference %.3f ms, candidate %.3f ms, speedup %.2fx", tm.Reference.Median, tm.Candidate.Median, tm.Speedup)
+	if tm.Speedup > 1.5 {
+		t.Fatalf("speedup %.2fx for the same matmul: the candidate's helpers slowed the reference", tm.Speedup)
+	}
+}

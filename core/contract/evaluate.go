@@ -849,6 +849,13 @@ type timedSeries struct {
 	kernelClock bool
 }
 
+// solo runs f with other's process group stopped, and lets it run again afterwards.
+func solo(other *proc, f func()) {
+	other.pause()
+	defer other.resume()
+	f()
+}
+
 // extend appends the series o, whose first call has index offset among the timed calls (the
 // two sides alternate, so each side's timed calls come in many short series).
 func (ts timedSeries) extend(o timedSeries, offset int) timedSeries {
@@ -943,21 +950,28 @@ func (r *evalRun) timing() {
 	// candidate, reference, ...). The device's speed drifts: on the H200, memory-bound kernels run
 	// 3-5% slower for stretches of 0.5-3 s, so two series timed one after the other can differ by
 	// that much with identical code. Alternating puts both sides in the same stretches.
+	// Every timed, empty or warm-up call runs with the other side's process group stopped: nothing
+	// the idle process, or a process or thread it started, does can run next to it.
 	e.progress("timing reference and candidate (%d calls each, alternating)", n)
-	refNoop, err := r.series(r.ref.p, cfg.NoopCalls, nil, true, nil)
-	if err == nil {
-		_, err = r.series(r.ref.p, cfg.Warmup, seeds[:cfg.Warmup], false, nil)
-	}
+	var refNoop, candNoop, warm timedSeries
+	var err error
+	solo(r.cand, func() {
+		refNoop, err = r.series(r.ref.p, cfg.NoopCalls, nil, true, nil)
+		if err == nil {
+			_, err = r.series(r.ref.p, cfg.Warmup, seeds[:cfg.Warmup], false, nil)
+		}
+	})
 	if err != nil {
 		r.refFail("reference timing", err)
 		return
 	}
-	candNoop, err := r.series(r.cand, cfg.NoopCalls, nil, true, nil)
+	solo(r.ref.p, func() { candNoop, err = r.series(r.cand, cfg.NoopCalls, nil, true, nil) })
 	if err != nil {
 		r.candFail("timing", err)
 		return
 	}
-	if warm, err := r.series(r.cand, cfg.Warmup, seeds[:cfg.Warmup], false, nil); err != nil {
+	solo(r.ref.p, func() { warm, err = r.series(r.cand, cfg.Warmup, seeds[:cfg.Warmup], false, nil) })
+	if err != nil {
 		r.candFail("warmup", err)
 		return
 	} else if len(warm.mutated) > 0 {
@@ -992,7 +1006,8 @@ func (r *evalRun) timing() {
 	}
 	var ref, cand timedSeries
 	timeRef := func(i int) bool {
-		s, err := r.series(r.ref.p, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false, nil)
+		var s timedSeries
+		solo(r.cand, func() { s, err = r.series(r.ref.p, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false, nil) })
 		if err != nil {
 			r.refFail("reference timing", err)
 			return false
@@ -1001,7 +1016,8 @@ func (r *evalRun) timing() {
 		return true
 	}
 	timeCand := func(i int) bool {
-		s, err := r.series(r.cand, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false, func(_ int, t bool) bool { return after(i, t) })
+		var s timedSeries
+		solo(r.ref.p, func() { s, err = r.series(r.cand, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false, nil) })
 		if err != nil {
 			r.candFail("timing", err)
 			return false
@@ -1010,7 +1026,10 @@ func (r *evalRun) timing() {
 		if len(s.mutated) > 0 {
 			r.noteMutation(s.mutated, "timing")
 		}
-		// A failed re-check has recorded its verdict already.
+		// The re-check needs the reference running; a failed one has recorded its verdict.
+		if len(s.dev) == 1 && !after(i, len(s.threaded) > 0) {
+			return false
+		}
 		return checkErr == nil && r.res.ErrorClass == ""
 	}
 	for i := 0; i < n; i++ {
@@ -1054,11 +1073,13 @@ func (r *evalRun) timing() {
 		for i := range more {
 			more[i] = int(r.rng.Int64N(1 << 30))
 		}
-		againNoop, err := r.series(r.cand, cfg.NoopCalls, nil, true, nil)
-		var again timedSeries
-		if err == nil {
-			again, err = r.series(r.cand, n, more, false, nil)
-		}
+		var again, againNoop timedSeries
+		solo(r.ref.p, func() {
+			againNoop, err = r.series(r.cand, cfg.NoopCalls, nil, true, nil)
+			if err == nil {
+				again, err = r.series(r.cand, n, more, false, nil)
+			}
+		})
 		if err != nil {
 			r.candFail("timing", err)
 			return

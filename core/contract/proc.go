@@ -153,8 +153,22 @@ func (p *proc) kill() {
 	p.cmdW.Close()
 }
 
+// signalGroup sends sig to the worker's whole process group, unless it was killed.
+func (p *proc) signalGroup(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.killed && p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+}
+
+// pause stops the worker and everything in its group (SIGSTOP); resume lets them run again.
+func (p *proc) pause()  { p.signalGroup(syscall.SIGSTOP) }
+func (p *proc) resume() { p.signalGroup(syscall.SIGCONT) }
+
 // close asks the worker to exit and waits briefly; then kills what is left of its group.
 func (p *proc) close() {
+	p.resume()
 	if !p.exited() {
 		_ = p.send(map[string]any{"op": "exit"})
 		select {
