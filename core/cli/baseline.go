@@ -87,7 +87,7 @@ platform's timing noise. Results are stored per task, size, platform fingerprint
 						return exitError{code: 130, msg: "interrupted; baselines measured so far are stored"}
 					}
 					b := store.Baseline{TaskID: t.ID, TaskHash: ct.Hash, Size: size, Mode: mode, Device: device,
-						Fingerprint: res.Fingerprint, Platform: res.Fingerprint.Key(), Verdict: res.Verdict, MeasuredAt: time.Now().UTC()}
+						Fingerprint: res.Fingerprint, Platform: res.Fingerprint.Key(), Verdict: res.Verdict, Contract: res.Contract, MeasuredAt: time.Now().UTC()}
 					if res.Verdict == contract.Pass && res.Timing != nil {
 						b.Stats = &res.Timing.Candidate
 						b.Eager = &res.Timing.Reference

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kbplatform/kbplatform/core/contract"
 	"github.com/kbplatform/kbplatform/core/store"
 )
 
@@ -155,5 +156,37 @@ func TestEvalStoresAndResultsShow(t *testing.T) {
 	}
 	if _, errOut, code := run(t, env, "eval", "--kernel", kernel); code == 0 || !strings.Contains(errOut, "--task") {
 		t.Errorf("missing --task: %d %s", code, errOut)
+	}
+}
+
+// `baseline` stores the eager A/A measurement of a suite task with the contract that timed it and
+// a link to the full evaluation record; an unknown mode is refused before anything runs.
+func TestBaselineCommand(t *testing.T) {
+	env := isolated(t)
+	out, errOut, code := run(t, env, "baseline", "--task", "kbp/l1/relu", "--modes", "eager", "--device", "cpu",
+		"--seeds", "1", "--timed-calls", "10", "--warmup", "1", "--check-calls", "2", "--json", "-q")
+	if code != 0 {
+		t.Fatalf("baseline: %d\n%s\n%s", code, out, errOut)
+	}
+	var list []store.Baseline
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("baseline --json: %v\n%s", err, out)
+	}
+	if len(list) != 1 {
+		t.Fatalf("want one baseline, got %d: %s", len(list), out)
+	}
+	b := list[0]
+	if b.Verdict != "pass" || b.Mode != "eager" || b.Size != "cpu" || b.Stats == nil || b.Stats.N != 10 || b.Eager == nil || b.Speedup <= 0 {
+		t.Fatalf("unexpected baseline: %+v", b)
+	}
+	if b.Contract != contract.Version || b.Evaluation == "" || b.Platform == "" {
+		t.Fatalf("baseline without its contract, evaluation or platform: %+v", b)
+	}
+	out, _, code = run(t, env, "results", "show", b.Evaluation[:12])
+	if code != 0 || !strings.Contains(out, "baseline:eager") {
+		t.Fatalf("the baseline's evaluation is not stored: %d %s", code, out)
+	}
+	if _, errOut, code := run(t, env, "baseline", "--task", "kbp/l1/relu", "--modes", "turbo", "--device", "cpu"); code == 0 || !strings.Contains(errOut, "unknown mode") {
+		t.Errorf("unknown mode: %d %s", code, errOut)
 	}
 }

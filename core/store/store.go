@@ -437,6 +437,7 @@ type Baseline struct {
 	CompileS    float64              `json:"compile_s,omitempty"` // torch.compile's first call, untimed
 	Verdict     string               `json:"verdict"`
 	Error       string               `json:"error,omitempty"`
+	Contract    string               `json:"contract,omitempty"` // how it was timed (kbp-contract/N)
 	Evaluation  string               `json:"evaluation,omitempty"`
 	MeasuredAt  time.Time            `json:"measured_at"`
 }
