@@ -26,8 +26,9 @@ func (a *app) baselineCmd() *cobra.Command {
 reduce-overhead, max-autotune, max-autotune-no-cudagraphs; also cudagraphs), each checked for
 correctness against eager and timed the same way as candidates. Compile time is excluded from
 timing and shown apart (COMPILE s): the compiling first call runs before any trial, under
---compile-timeout. The eager row is an A/A measurement: eager against eager, whose ratio shows the
-platform's timing noise. Results are stored per task, size, platform fingerprint and mode.`,
+--compile-timeout. SPEEDUP is the eager median over the mode's median (above 1: the mode is
+faster), as for kernels. The eager row is an A/A measurement: eager against eager, whose ratio
+shows the platform's timing noise. Results are stored per task, size, platform fingerprint and mode.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, reg, err := a.openWithRegistry()
@@ -62,7 +63,7 @@ platform's timing noise. Results are stored per task, size, platform fingerprint
 			var out []store.Baseline
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			if !asJSON {
-				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tVS EAGER\tCOMPILE s\tSTATUS")
+				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tSPEEDUP\tCOMPILE s\tSTATUS")
 			}
 			total := len(list) * len(modes)
 			n := 0
@@ -109,7 +110,7 @@ platform's timing noise. Results are stored per task, size, platform fingerprint
 					out = append(out, b)
 					if !asJSON {
 						if b.Stats != nil {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, 1/b.Speedup, compileSeconds(b.CompileS))
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, b.Speedup, compileSeconds(b.CompileS))
 						} else {
 							fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
 						}
