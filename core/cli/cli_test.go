@@ -169,8 +169,7 @@ func TestBaselineCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "SPEEDUP") || !regexp.MustCompile(`kbp/l1/softmax\s+cpu\s+eager\s+[0-9.]+\s+[0-9.]+%\s+[0-9.]+\s+[0-9.]+x\s+-\s+ok`).MatchString(out) {
 		t.Fatalf("baseline table: %d\n%s\n%s", code, out, errOut)
 	}
-	out, errOut, code = run(t, env, "baseline", "--task", "kbp/l1/relu", "--modes", "eager", "--device", "cpu",
-		"--seeds", "1", "--timed-calls", "10", "--warmup", "1", "--check-calls", "2", "--json", "-q")
+	out, errOut, code = run(t, env, append([]string{"baseline", "--task", "kbp/l1/relu", "--modes", "eager", "--json"}, flags...)...)
 	if code != 0 {
 		t.Fatalf("baseline: %d\n%s\n%s", code, out, errOut)
 	}
