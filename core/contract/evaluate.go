@@ -48,10 +48,26 @@ type Evaluator struct {
 	*shared
 }
 
-// shared is what every Evaluator derived with With uses together: the reference processes.
+// shared is what every Evaluator derived with With uses together: the reference processes, and
+// one lock per device that an evaluation holds from its reference's start to its end.
 type shared struct {
-	mu   sync.Mutex
-	refs map[string]*refServer
+	mu      sync.Mutex
+	refs    map[string]*refServer
+	devices map[string]chan struct{}
+}
+
+// deviceSlot returns the one-slot semaphore of a device. Evaluations on one device run one at a
+// time, whoever calls them (a strategy may evaluate samples in parallel): a reference process
+// serves one caller at a time, and a timing shares its device with nothing.
+func (e *Evaluator) deviceSlot(device string) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.devices[device]
+	if s == nil {
+		s = make(chan struct{}, 1)
+		e.devices[device] = s
+	}
+	return s
 }
 
 type refServer struct {
@@ -146,7 +162,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that
@@ -473,6 +489,16 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	cfg := e.opt.Config
 	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC()}
 	defer func() { res.FinishedAt = time.Now().UTC() }()
+	// Wait for the device before the evaluation's time limit starts: waiting is not the kernel's.
+	slot := e.deviceSlot(device)
+	select {
+	case slot <- struct{}{}:
+		defer func() { <-slot }()
+	case <-ctx.Done():
+		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassInterrupted, "stopped while waiting for "+device
+		return res
+	}
+	res.StartedAt = time.Now().UTC()
 	timeout := cfg.Timeout
 	if t.Timeout > 0 {
 		timeout = t.Timeout

@@ -3,6 +3,8 @@ package contract
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -111,4 +113,35 @@ func waitExited(p *proc, d time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return p.exited()
+}
+
+// Evaluations called at once on one device (a strategy evaluating samples in parallel) run one
+// after the other: they share the task's reference process, which serves one caller at a time,
+// and neither is timed next to the other.
+func TestConcurrentEvaluationsShareTheDevice(t *testing.T) {
+	e := newEvaluator(t, nil)
+	task := loadTask(t, "scale_relu")
+	kernel := loadKernel(t, "honest_torch")
+	var wg sync.WaitGroup
+	results := make([]*Result, 3)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = e.Evaluate(context.Background(), task, kernel, "cpu", nil)
+		}()
+	}
+	wg.Wait()
+	for i, res := range results {
+		if res.Verdict != Pass {
+			t.Errorf("evaluation %d: %s %s: %s", i, res.Verdict, res.ErrorClass, res.Message)
+		}
+	}
+	// One ran at a time: their spans do not overlap.
+	slices.SortFunc(results, func(a, b *Result) int { return a.StartedAt.Compare(b.StartedAt) })
+	for i := 1; i < len(results); i++ {
+		if results[i].StartedAt.Before(results[i-1].FinishedAt) {
+			t.Errorf("evaluations %d and %d overlapped on the device", i-1, i)
+		}
+	}
 }
