@@ -488,7 +488,6 @@ func (e *Evaluator) evaluate(parent context.Context, t Task, k Kernel, device st
 func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string) *Result {
 	cfg := e.opt.Config
 	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC()}
-	defer func() { res.FinishedAt = time.Now().UTC() }()
 	// Wait for the device before the evaluation's time limit starts: waiting is not the kernel's.
 	slot := e.deviceSlot(device)
 	select {
@@ -496,9 +495,11 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 		defer func() { <-slot }()
 	case <-ctx.Done():
 		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassInterrupted, "stopped while waiting for "+device
+		res.FinishedAt = time.Now().UTC()
 		return res
 	}
 	res.StartedAt = time.Now().UTC()
+	defer func() { res.FinishedAt = time.Now().UTC() }() // before the slot is given back
 	timeout := cfg.Timeout
 	if t.Timeout > 0 {
 		timeout = t.Timeout
