@@ -522,15 +522,17 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	// The reference process starts while the candidate compiles: each start is an import of
 	// torch (seconds), and neither needs the other. A reference started for a kernel that then
 	// fails to compile stays cached for the next evaluation of the task.
-	type refStart struct {
-		ref *refServer
-		err error
-	}
-	refc := make(chan refStart, 1)
 	e.progress("starting reference for %s on %s", t.ID, device)
-	go func() {
-		ref, err := e.reference(ctx, t, device, "eager")
-		refc <- refStart{ref, err}
+	ref := startReference(func() (*refServer, error) { return e.reference(ctx, t, device, "eager") })
+	defer func() {
+		var fp Fingerprint
+		if r, err := ref.wait(); err == nil {
+			fp = r.fp
+			e.release(r)
+		}
+		if res.Fingerprint == nil {
+			res.Fingerprint = e.fingerprint(device, fp)
+		}
 	}()
 	if compiled == nil {
 		e.progress("compiling %s", k.Name)
@@ -543,39 +545,35 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 		if compiled.ErrorClass == ClassHarness {
 			res.Verdict = VerdictError
 		}
-		var fp Fingerprint
-		if rs := <-refc; rs.err == nil {
-			fp = rs.ref.fp
-			e.release(rs.ref)
-		}
-		res.Fingerprint = e.fingerprint(device, fp)
 		return res
 	}
 	rng, seed := e.seedSource()
 	res.Config.Seed = seed
 	run := &evalRun{e: e, ctx: ctx, res: res, task: t, dumpDir: dumpDir, rng: rng, mode: mode}
-	waited := false
-	run.execute(k, device, dir, func() (*refServer, error) {
-		waited = true
-		rs := <-refc
-		return rs.ref, rs.err
-	})
-	if !waited {
-		if rs := <-refc; rs.err == nil {
-			run.ref = rs.ref
-		}
-	}
-	if res.Fingerprint == nil {
-		var fp Fingerprint
-		if run.ref != nil {
-			fp = run.ref.fp
-		}
-		res.Fingerprint = e.fingerprint(device, fp)
-	}
-	if run.ref != nil {
-		e.release(run.ref)
-	}
+	run.execute(k, device, dir, ref.wait)
 	return res
+}
+
+// pendingRef is a reference process being started; wait returns it once started (as often as
+// asked).
+type pendingRef struct {
+	c   chan struct{}
+	ref *refServer
+	err error
+}
+
+func startReference(start func() (*refServer, error)) *pendingRef {
+	p := &pendingRef{c: make(chan struct{})}
+	go func() {
+		p.ref, p.err = start()
+		close(p.c)
+	}()
+	return p
+}
+
+func (p *pendingRef) wait() (*refServer, error) {
+	<-p.c
+	return p.ref, p.err
 }
 
 // candFail records a failure caused by the candidate process.
@@ -886,8 +884,10 @@ func solo(other *proc, f func()) {
 // extend appends the series o, whose first call has index offset among the timed calls (the
 // two sides alternate, so each side's timed calls come in many short series).
 func (ts timedSeries) extend(o timedSeries, offset int) timedSeries {
-	ts.dev = append(ts.dev, o.dev...)
-	ts.wall = append(ts.wall, o.wall...)
+	ts.dev = slices.Concat(ts.dev, o.dev)
+	ts.wall = slices.Concat(ts.wall, o.wall)
+	ts.mutated = slices.Clone(ts.mutated)
+	ts.threaded = slices.Clone(ts.threaded)
 	for _, m := range o.mutated {
 		if !slices.Contains(ts.mutated, m) {
 			ts.mutated = append(ts.mutated, m)
@@ -899,18 +899,8 @@ func (ts timedSeries) extend(o timedSeries, offset int) timedSeries {
 	return ts
 }
 
-// merge returns the samples of both series together.
-func (ts timedSeries) merge(o timedSeries) timedSeries {
-	return timedSeries{
-		dev:  append(slices.Clone(ts.dev), o.dev...),
-		wall: append(slices.Clone(ts.wall), o.wall...),
-	}
-}
-
 // series times n calls (or empty calls).
-// after, when set, runs after each call with whether that call left a thread running; returning
-// false stops the series.
-func (r *evalRun) series(p *proc, n int, seeds []int, noop bool, after func(i int, threaded bool) bool) (timedSeries, error) {
+func (r *evalRun) series(p *proc, n int, seeds []int, noop bool) (timedSeries, error) {
 	cfg := r.e.opt.Config
 	var ts timedSeries
 	for i := 0; i < n; i++ {
@@ -943,12 +933,8 @@ func (r *evalRun) series(p *proc, n int, seeds []int, noop bool, after func(i in
 			}
 		}
 		var started int
-		threaded := json.Unmarshal(resp["threads_started"], &started) == nil && started > 0
-		if threaded {
+		if json.Unmarshal(resp["threads_started"], &started) == nil && started > 0 {
 			ts.threaded = append(ts.threaded, i)
-		}
-		if after != nil && !after(i, threaded) {
-			return ts, nil
 		}
 	}
 	if err := p.clock.quiet(); err != nil {
@@ -983,21 +969,21 @@ func (r *evalRun) timing() {
 	var refNoop, candNoop, warm timedSeries
 	var err error
 	solo(r.cand, func() {
-		refNoop, err = r.series(r.ref.p, cfg.NoopCalls, nil, true, nil)
+		refNoop, err = r.series(r.ref.p, cfg.NoopCalls, nil, true)
 		if err == nil {
-			_, err = r.series(r.ref.p, cfg.Warmup, seeds[:cfg.Warmup], false, nil)
+			_, err = r.series(r.ref.p, cfg.Warmup, seeds[:cfg.Warmup], false)
 		}
 	})
 	if err != nil {
 		r.refFail("reference timing", err)
 		return
 	}
-	solo(r.ref.p, func() { candNoop, err = r.series(r.cand, cfg.NoopCalls, nil, true, nil) })
+	solo(r.ref.p, func() { candNoop, err = r.series(r.cand, cfg.NoopCalls, nil, true) })
 	if err != nil {
 		r.candFail("timing", err)
 		return
 	}
-	solo(r.ref.p, func() { warm, err = r.series(r.cand, cfg.Warmup, seeds[:cfg.Warmup], false, nil) })
+	solo(r.ref.p, func() { warm, err = r.series(r.cand, cfg.Warmup, seeds[:cfg.Warmup], false) })
 	if err != nil {
 		r.candFail("warmup", err)
 		return
@@ -1034,7 +1020,7 @@ func (r *evalRun) timing() {
 	var ref, cand timedSeries
 	timeRef := func(i int) bool {
 		var s timedSeries
-		solo(r.cand, func() { s, err = r.series(r.ref.p, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false, nil) })
+		solo(r.cand, func() { s, err = r.series(r.ref.p, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false) })
 		if err != nil {
 			r.refFail("reference timing", err)
 			return false
@@ -1044,7 +1030,7 @@ func (r *evalRun) timing() {
 	}
 	timeCand := func(i int) bool {
 		var s timedSeries
-		solo(r.ref.p, func() { s, err = r.series(r.cand, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false, nil) })
+		solo(r.ref.p, func() { s, err = r.series(r.cand, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false) })
 		if err != nil {
 			r.candFail("timing", err)
 			return false
@@ -1054,7 +1040,7 @@ func (r *evalRun) timing() {
 			r.noteMutation(s.mutated, "timing")
 		}
 		// The re-check needs the reference running; a failed one has recorded its verdict.
-		if len(s.dev) == 1 && !after(i, len(s.threaded) > 0) {
+		if !after(i, len(s.threaded) > 0) {
 			return false
 		}
 		return checkErr == nil && r.res.ErrorClass == ""
@@ -1102,16 +1088,16 @@ func (r *evalRun) timing() {
 		}
 		var again, againNoop timedSeries
 		solo(r.ref.p, func() {
-			againNoop, err = r.series(r.cand, cfg.NoopCalls, nil, true, nil)
+			againNoop, err = r.series(r.cand, cfg.NoopCalls, nil, true)
 			if err == nil {
-				again, err = r.series(r.cand, n, more, false, nil)
+				again, err = r.series(r.cand, n, more, false)
 			}
 		})
 		if err != nil {
 			r.candFail("timing", err)
 			return
 		}
-		msg, forged = wallCheck(cand.merge(again), candNoop.merge(againNoop))
+		msg, forged = wallCheck(cand.extend(again, n), candNoop.extend(againNoop, len(candNoop.dev)))
 	}
 	if forged {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message = Fail, ClassTampering, "timing", msg

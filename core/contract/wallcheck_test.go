@@ -32,8 +32,8 @@ func TestWallCheckHonestUnderLoad(t *testing.T) {
 		calls := loaded(rng, 20, 0.1, 0, 0.08, 3, 0.8)
 		noop := loaded(rng, 10, 0.002, 0, 0.08, 3, 0.8)
 		if _, forged := wallCheck(calls, noop); forged {
-			calls = calls.merge(loaded(rng, 20, 0.1, 0, 0.08, 3, 0.8))
-			noop = noop.merge(loaded(rng, 10, 0.002, 0, 0.08, 3, 0.8))
+			calls = calls.extend(loaded(rng, 20, 0.1, 0, 0.08, 3, 0.8), len(calls.dev))
+			noop = noop.extend(loaded(rng, 10, 0.002, 0, 0.08, 3, 0.8), len(noop.dev))
 			if msg, forged := wallCheck(calls, noop); forged {
 				t.Fatalf("trial %d: honest calls judged forged after confirmation: %s", trial, msg)
 			}
@@ -50,8 +50,8 @@ func TestWallCheckCatchesForgery(t *testing.T) {
 			noop := loaded(rng, 10, 0.002, 0, 0.08, 3, frac)
 			msg, forged := wallCheck(calls, noop)
 			if forged {
-				msg, forged = wallCheck(calls.merge(loaded(rng, 20, 0.03, 2.97, 0.08, 3, frac)),
-					noop.merge(loaded(rng, 10, 0.002, 0, 0.08, 3, frac)))
+				msg, forged = wallCheck(calls.extend(loaded(rng, 20, 0.03, 2.97, 0.08, 3, frac), len(calls.dev)),
+					noop.extend(loaded(rng, 10, 0.002, 0, 0.08, 3, frac), len(noop.dev)))
 			}
 			if !forged || !strings.Contains(msg, "timing forged") {
 				t.Fatalf("trial %d (load %.1f): forgery missed: %q", trial, frac, msg)
