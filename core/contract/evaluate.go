@@ -70,6 +70,18 @@ func (e *Evaluator) deviceSlot(device string) chan struct{} {
 	return s
 }
 
+// takeDevice waits for the device's slot; the returned func gives it back. It fails only when ctx
+// ends first.
+func (e *Evaluator) takeDevice(ctx context.Context, device string) (func(), error) {
+	slot := e.deviceSlot(device)
+	select {
+	case slot <- struct{}{}:
+		return func() { <-slot }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 type refServer struct {
 	p      *proc
 	fp     Fingerprint
@@ -489,15 +501,13 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	cfg := e.opt.Config
 	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC()}
 	// Wait for the device before the evaluation's time limit starts: waiting is not the kernel's.
-	slot := e.deviceSlot(device)
-	select {
-	case slot <- struct{}{}:
-		defer func() { <-slot }()
-	case <-ctx.Done():
+	giveBack, err := e.takeDevice(ctx, device)
+	if err != nil {
 		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassInterrupted, "stopped while waiting for "+device
 		res.FinishedAt = time.Now().UTC()
 		return res
 	}
+	defer giveBack()
 	res.StartedAt = time.Now().UTC()
 	defer func() { res.FinishedAt = time.Now().UTC() }() // before the slot is given back
 	timeout := cfg.Timeout

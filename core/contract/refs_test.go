@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,5 +144,32 @@ func TestConcurrentEvaluationsShareTheDevice(t *testing.T) {
 		if results[i].StartedAt.Before(results[i-1].FinishedAt) {
 			t.Errorf("evaluations %d and %d overlapped on the device", i-1, i)
 		}
+	}
+}
+
+// A validation runs the task's reference on the device and may share the reference process of
+// an evaluation: it waits for the device's slot like an evaluation does.
+func TestValidationWaitsForTheDevice(t *testing.T) {
+	e := newEvaluator(t, nil)
+	task := loadTask(t, "scale_relu")
+	giveBack, err := e.takeDevice(context.Background(), "cpu") // an evaluation holds the device
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if v := e.Validate(ctx, task, "cpu"); v.OK || len(v.Errors) == 0 || !strings.Contains(v.Errors[0], "waiting for cpu") {
+		t.Fatalf("a validation ran while the device was held: %+v", v)
+	}
+	done := make(chan *Validation)
+	go func() { done <- e.Validate(context.Background(), task, "cpu") }()
+	select {
+	case v := <-done:
+		t.Fatalf("a validation finished while the device was held: %+v", v)
+	case <-time.After(time.Second):
+	}
+	giveBack()
+	if v := <-done; !v.OK {
+		t.Fatalf("validation once the device was free: %+v", v)
 	}
 }

@@ -17,6 +17,13 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 		v.Errors = append(v.Errors, msg)
 		return v
 	}
+	// A validation runs the reference on the device like an evaluation does, and may share its
+	// reference process: it waits for the device's slot too.
+	giveBack, err := e.takeDevice(ctx, device)
+	if err != nil {
+		return fail("stopped while waiting for " + device + ": " + err.Error())
+	}
+	defer giveBack()
 	ref, err := e.reference(ctx, t, device, "eager")
 	if err != nil {
 		return fail(err.Error())
