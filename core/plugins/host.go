@@ -407,7 +407,10 @@ func (i *Instance) failed(ctx context.Context, op string, err error) error {
 	}
 	// The call's deadline passed: the plugin did not answer in time, however the transport
 	// reported it (a deadline status, or a stream reset that lost the race on a loaded machine).
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	// The clock decides, not only ctx.Err: the plugin's side of the call ends at the same
+	// deadline (gRPC sends it along) and its reset can arrive before this process's context
+	// timer has run.
+	if dl, ok := ctx.Deadline(); errors.Is(ctx.Err(), context.DeadlineExceeded) || (ok && !time.Now().Before(dl)) {
 		i.Kill()
 		return fmt.Errorf("%w: %s did not answer %s in time; it was killed and will be restarted: %v", ErrHung, i.spec.Ref(), op, err)
 	}
