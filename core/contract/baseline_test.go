@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -107,4 +111,57 @@ func TestIdleSideIsStopped(t *testing.T) {
 	if tm.Speedup > 1.5 {
 		t.Fatalf("speedup %.2fx for the same matmul: the candidate's helpers slowed the reference", tm.Speedup)
 	}
+}
+
+// Helpers that leave the candidate's process group and process tree (setsid, then a double fork)
+// are stopped with it while the reference is timed, and killed with it when the evaluation ends.
+func TestEscapedHelpersAreStoppedAndKilled(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "helpers")
+	t.Setenv("KBP_TEST_PIDFILE", pidfile)
+	e := newEvaluator(t, nil)
+	res := e.Evaluate(context.Background(), loadTask(t, "matmul_small"), loadKernel(t, "escape_the_group"), "cpu", nil)
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatalf("the helpers did not start: %v\n%s", err, res.Log)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, _ := strconv.Atoi(f)
+		pids = append(pids, pid)
+	}
+	// Whatever the verdict, no helper may outlive the evaluation (kill them here if one did, so
+	// the test run is not left loaded).
+	var alive []int
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for processAlive(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if processAlive(pid) {
+			alive = append(alive, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if len(pids) < 3 || len(alive) > 0 {
+		t.Errorf("helpers %v: %v still running after the evaluation", pids, alive)
+	}
+	if res.Verdict != Pass {
+		t.Fatalf("got %s %s: %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
+	}
+	tm := res.Timing
+	t.Logf("reference %.3f ms, candidate %.3f ms, speedup %.2fx", tm.Reference.Median, tm.Candidate.Median, tm.Speedup)
+	if tm.Speedup > 1.5 {
+		t.Fatalf("speedup %.2fx for the same matmul: helpers outside the process group slowed the reference", tm.Speedup)
+	}
+}
+
+// processAlive says whether pid is a live process (a zombie is not).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

@@ -2,12 +2,14 @@ package contract
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,7 +42,9 @@ type message struct {
 }
 
 // proc is one worker process: its own process group, a command pipe, a reply pipe, a clock
-// socket, and a bounded log of everything it printed.
+// socket, and a bounded log of everything it printed. The process started is the worker's
+// shepherd (run.py), the subreaper of everything below it: the worker and any helper it starts,
+// in its group or not, stay in the shepherd's process tree.
 type proc struct {
 	role    string
 	cmd     *exec.Cmd
@@ -53,6 +57,7 @@ type proc struct {
 	done    chan struct{}
 	waitErr error
 	killed  bool
+	stopped []int // processes outside the group that pause stopped, for resume
 	mu      sync.Mutex
 }
 
@@ -97,6 +102,9 @@ func spawn(spec spawnSpec) (*proc, error) {
 	c.Stdout = lg
 	c.Stderr = lg
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A process that keeps the log pipe open after the worker's end must not hold Wait (and the
+	// evaluation) forever; kill ends the whole tree, this bounds what it cannot reach.
+	c.WaitDelay = 5 * time.Second
 	if err := c.Start(); err != nil {
 		cmdR.Close()
 		cmdW.Close()
@@ -113,6 +121,9 @@ func spawn(spec spawnSpec) (*proc, error) {
 	go p.read(resR)
 	go func() {
 		p.waitErr = c.Wait()
+		if errors.Is(p.waitErr, exec.ErrWaitDelay) {
+			p.waitErr = nil // the worker itself exited cleanly
+		}
 		clock.close()
 		close(p.done)
 	}()
@@ -139,7 +150,14 @@ func (p *proc) read(r *os.File) {
 	}
 }
 
-// kill ends the whole process group (the worker and anything it started: compilers, ninja).
+// killWait bounds how long kill waits for the worker's tree to end.
+const killWait = 30 * time.Second
+
+// kill ends the worker's whole process tree: its group (the worker and anything it started:
+// compilers, ninja), and what left the group. Members are killed before the shepherd, so what
+// their deaths orphan is reparented to the shepherd, still in the tree, and found by the next
+// pass; and kill waits until every member has ended (a GPU context is torn down before a killed
+// process's exit completes), so the next evaluation does not start next to a dying one.
 func (p *proc) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -147,24 +165,154 @@ func (p *proc) kill() {
 		return
 	}
 	p.killed = true
-	if p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	if pid := p.pid(); pid > 0 && !p.exited() {
+		_ = syscall.Kill(-pid, syscall.SIGSTOP) // nothing in the group forks from here on
+		deadline := time.Now().Add(killWait)
+		for {
+			live := descendants(pid)
+			if len(live) == 0 || time.Now().After(deadline) {
+				break
+			}
+			for _, q := range live {
+				_ = syscall.Kill(q.pid, syscall.SIGKILL)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	p.stopped = nil
 	p.cmdW.Close()
 }
 
-// signalGroup sends sig to the worker's whole process group, unless it was killed.
-func (p *proc) signalGroup(sig syscall.Signal) {
+func (p *proc) pid() int {
+	if p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// pause stops the worker's whole tree (SIGSTOP): its process group at once, then whatever
+// below the shepherd is outside the group. resume lets them all run again.
+func (p *proc) pause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.killed && p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	if pid := p.pid(); !p.killed && pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGSTOP)
+		p.stopped = signalTree(pid, syscall.SIGSTOP, func(q procStat) bool { return q.pgid != pid })
 	}
 }
 
-// pause stops the worker and everything in its group (SIGSTOP); resume lets them run again.
-func (p *proc) pause()  { p.signalGroup(syscall.SIGSTOP) }
-func (p *proc) resume() { p.signalGroup(syscall.SIGCONT) }
+func (p *proc) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pid := p.pid(); !p.killed && pid > 0 {
+		for _, q := range p.stopped {
+			_ = syscall.Kill(q, syscall.SIGCONT)
+		}
+		_ = syscall.Kill(-pid, syscall.SIGCONT)
+	}
+	p.stopped = nil
+}
+
+// signalTree sends sig to every live process below root for which pick is true, then looks
+// again for processes that appeared in the meantime, until a look finds none. It returns the
+// processes signalled.
+func signalTree(root int, sig syscall.Signal, pick func(procStat) bool) []int {
+	var sent []int
+	seen := map[int]bool{}
+	for range 100 {
+		found := false
+		for _, q := range descendants(root) {
+			if seen[q.pid] {
+				continue
+			}
+			seen[q.pid] = true
+			found = true
+			if pick(q) {
+				_ = syscall.Kill(q.pid, sig)
+				sent = append(sent, q.pid)
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return sent
+}
+
+// descendants lists the live processes below root (zombies excluded), from /proc.
+func descendants(root int) []procStat {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	kids := map[int][]procStat{}
+	buf := make([]byte, 512)
+	for _, name := range names {
+		q, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		st, ok := readStatBuf(q, buf)
+		if !ok {
+			continue
+		}
+		kids[st.ppid] = append(kids[st.ppid], st)
+	}
+	var out []procStat
+	todo := []int{root}
+	for len(todo) > 0 {
+		q := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, c := range kids[q] {
+			if c.state != 'Z' && c.state != 'X' {
+				out = append(out, c)
+			}
+			todo = append(todo, c.pid)
+		}
+	}
+	return out
+}
+
+type procStat struct {
+	pid, ppid, pgid int
+	state           byte
+}
+
+// readStatBuf reads a process's state, parent and process group from /proc/PID/stat into buf
+// (a line longer than buf is cut, and the fields after the name are then unreadable).
+func readStatBuf(pid int, buf []byte) (procStat, bool) {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return procStat{}, false
+	}
+	n, err := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if err != nil || n <= 0 {
+		return procStat{}, false
+	}
+	b := buf[:n]
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procStat{}, false
+	}
+	// After the name: state ppid pgrp ...
+	st := procStat{pid: pid, state: b[i+2]}
+	f := bytes.Fields(b[i+3:])
+	if len(f) < 2 {
+		return procStat{}, false
+	}
+	var err1, err2 error
+	st.ppid, err1 = strconv.Atoi(string(f[0]))
+	st.pgid, err2 = strconv.Atoi(string(f[1]))
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return st, true
+}
 
 // close asks the worker to exit and waits briefly; then kills what is left of its group.
 func (p *proc) close() {
