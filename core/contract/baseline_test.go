@@ -103,6 +103,13 @@ func TestAlternationCancelsDrift(t *testing.T) {
 func TestIdleSideIsStopped(t *testing.T) {
 	e := newEvaluator(t, nil)
 	res := e.Evaluate(context.Background(), loadTask(t, "matmul_small"), loadKernel(t, "slow_the_reference"), "cpu", nil)
+	checkNoHelperSpeedup(t, res)
+}
+
+// checkNoHelperSpeedup wants a pass for a candidate that computes the task's own matmul, and no
+// speedup worth the name: its helpers must not have slowed the reference.
+func checkNoHelperSpeedup(t *testing.T, res *Result) {
+	t.Helper()
 	if res.Verdict != Pass {
 		t.Fatalf("got %s %s: %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
 	}
@@ -145,23 +152,11 @@ func TestEscapedHelpersAreStoppedAndKilled(t *testing.T) {
 	if len(pids) < 3 || len(alive) > 0 {
 		t.Errorf("helpers %v: %v still running after the evaluation", pids, alive)
 	}
-	if res.Verdict != Pass {
-		t.Fatalf("got %s %s: %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
-	}
-	tm := res.Timing
-	t.Logf("reference %.3f ms, candidate %.3f ms, speedup %.2fx", tm.Reference.Median, tm.Candidate.Median, tm.Speedup)
-	if tm.Speedup > 1.5 {
-		t.Fatalf("speedup %.2fx for the same matmul: helpers outside the process group slowed the reference", tm.Speedup)
-	}
+	checkNoHelperSpeedup(t, res)
 }
 
 // processAlive says whether pid is a live process (a zombie is not).
 func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+	st, ok := readStatBuf(pid, make([]byte, 512))
+	return ok && st.state != 'Z' && st.state != 'X'
 }
