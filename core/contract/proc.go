@@ -314,7 +314,7 @@ func readStatBuf(pid int, buf []byte) (procStat, bool) {
 	return st, true
 }
 
-// close asks the worker to exit and waits briefly; then kills what is left of its group.
+// close asks the worker to exit and waits briefly; then kills what is left of its tree.
 func (p *proc) close() {
 	p.resume()
 	if !p.exited() {

@@ -27,10 +27,10 @@ def _descendants(root):
         try:
             with open("/proc/%s/stat" % name, "rb") as f:
                 stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(b")") + 2:].split()
-        kids.setdefault(int(fields[1]), []).append((int(name), fields[0]))
+            fields = stat[stat.rindex(b")") + 2:].split()
+            kids.setdefault(int(fields[1]), []).append((int(name), fields[0]))
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
     out, todo = [], [root]
     while todo:
         for pid, state in kids.get(todo.pop(), ()):
@@ -53,7 +53,7 @@ def _end_leftovers():
     """SIGKILL every live process below the shepherd until none is left."""
     me = os.getpid()
     for _ in range(1000):
-        live = [pid for pid, state in _descendants(me) if state != b"Z"]
+        live = [pid for pid, state in _descendants(me) if state not in (b"Z", b"X")]
         if not live:
             break
         for pid in live:
