@@ -49,7 +49,7 @@ type Evaluator struct {
 }
 
 // shared is what every Evaluator derived with With uses together: the reference processes, and
-// one lock per device that an evaluation holds from its reference's start to its end.
+// one slot per device that an evaluation or validation holds for its whole run.
 type shared struct {
 	mu      sync.Mutex
 	refs    map[string]*refServer

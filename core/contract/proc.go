@@ -178,8 +178,7 @@ func (p *proc) kill() {
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // the shepherd leads its group
 	}
 	p.stopped = nil
 	p.cmdW.Close()
@@ -199,7 +198,7 @@ func (p *proc) pause() {
 	defer p.mu.Unlock()
 	if pid := p.pid(); !p.killed && pid > 0 {
 		_ = syscall.Kill(-pid, syscall.SIGSTOP)
-		p.stopped = signalTree(pid, syscall.SIGSTOP, func(q procStat) bool { return q.pgid != pid })
+		p.stopped = stopStrays(pid)
 	}
 }
 
@@ -215,11 +214,11 @@ func (p *proc) resume() {
 	p.stopped = nil
 }
 
-// signalTree sends sig to every live process below root for which pick is true, then looks
-// again for processes that appeared in the meantime, until a look finds none. It returns the
-// processes signalled.
-func signalTree(root int, sig syscall.Signal, pick func(procStat) bool) []int {
-	var sent []int
+// stopStrays stops every live process below the shepherd root that is outside its group (the
+// group is stopped already), then looks again for processes started in the meantime, until a
+// look finds none. It returns the processes it stopped.
+func stopStrays(root int) []int {
+	var stopped []int
 	seen := map[int]bool{}
 	for range 100 {
 		found := false
@@ -229,16 +228,16 @@ func signalTree(root int, sig syscall.Signal, pick func(procStat) bool) []int {
 			}
 			seen[q.pid] = true
 			found = true
-			if pick(q) {
-				_ = syscall.Kill(q.pid, sig)
-				sent = append(sent, q.pid)
+			if q.pgid != root {
+				_ = syscall.Kill(q.pid, syscall.SIGSTOP)
+				stopped = append(stopped, q.pid)
 			}
 		}
 		if !found {
 			break
 		}
 	}
-	return sent
+	return stopped
 }
 
 // descendants lists the live processes below root (zombies excluded), from /proc.
@@ -299,15 +298,13 @@ func readStatBuf(pid int, buf []byte) (procStat, bool) {
 	if i < 0 || i+2 >= len(b) {
 		return procStat{}, false
 	}
-	// After the name: state ppid pgrp ...
+	// After the name: " state ppid pgrp ..."
 	st := procStat{pid: pid, state: b[i+2]}
-	f := bytes.Fields(b[i+3:])
-	if len(f) < 2 {
-		return procStat{}, false
-	}
+	ppid, rest, _ := bytes.Cut(bytes.TrimLeft(b[i+3:], " "), []byte(" "))
+	pg, _, _ := bytes.Cut(rest, []byte(" "))
 	var err1, err2 error
-	st.ppid, err1 = strconv.Atoi(string(f[0]))
-	st.pgid, err2 = strconv.Atoi(string(f[1]))
+	st.ppid, err1 = strconv.Atoi(string(ppid))
+	st.pgid, err2 = strconv.Atoi(string(pg))
 	if err1 != nil || err2 != nil {
 		return procStat{}, false
 	}
