@@ -8,83 +8,38 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // correctness runs seeds × distributions trials; it returns false when timing is pointless.
 func (r *evalRun) correctness() bool {
-	e, cfg := r.e, r.e.opt.Config
+	e := r.e
 	dists := r.task.Distributions
 	if len(dists) == 0 {
 		dists = []string{"default", "scaled"}
 	}
 	n := 0
-	total := len(dists) * cfg.Seeds
+	total := len(dists) * e.opt.Config.Seeds
 	for _, dist := range dists {
-		for s := 0; s < cfg.Seeds; s++ {
+		for s := 0; s < e.opt.Config.Seeds; s++ {
 			n++
 			e.progress("correctness trial %d/%d (%s)", n, total, dist)
+			t0 := time.Now()
 			seed := int(r.rng.Int64N(1 << 30))
-			repeat := 1
-			if s == 0 {
-				repeat = 2 // the same input twice: a nondeterminism check once per distribution
-			}
-			base := filepath.Join(r.dumpDir, fmt.Sprintf("t%d", n))
-			dumps := []string{base + "r0", base + "r1"}
-			cmd := map[string]any{"op": "trial", "seed": seed, "dist": dist, "repeat": repeat, "dumps": dumps[:repeat]}
-			if s == 0 {
-				cmd["inputs_dump"] = base + "in"
-			}
-			resp, err := r.cand.call(r.ctx, cfg.CallTimeout, cmd)
-			if err != nil {
-				r.tamper(stringList(resp["tampered"]))
-				r.candFail("correctness", err)
-				return false
-			}
-			if r.tamper(stringList(resp["tampered"])) {
-				return false
-			}
-			tr := Trial{Seed: seed, Dist: dist, OK: true, Repeated: repeat > 1}
-			if mut := intList(resp["mutated"]); len(mut) > 0 {
-				tr.InputChanged = mut
-			}
-			var outputs []json.RawMessage
-			_ = json.Unmarshal(resp["outputs"], &outputs)
-			if len(outputs) != repeat {
-				r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "correctness"
-				r.res.Message = "the trial reply does not carry the outputs the harness wrote"
-				return false
-			}
-			ccmd := map[string]any{"op": "compare", "seed": seed, "dist": dist, "output": outputs[0], "strides": r.task.Strides}
-			if r.task.Tolerance != nil {
-				ccmd["tolerance"] = r.task.Tolerance
-			}
-			if repeat > 1 {
-				ccmd["repeat"] = outputs[1]
-			}
-			if raw, ok := resp["inputs"]; ok {
-				ccmd["inputs"] = raw
-			}
-			for _, m := range append(outputs, resp["inputs"]) {
-				if m != nil && !r.manifestInside(m) {
-					r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "correctness"
-					r.res.Message = "an output manifest points outside the evaluation's dump folder"
+			tr := Trial{Seed: seed, Dist: dist, OK: true, Repeated: s == 0}
+			// The first trial of each distribution calls the candidate twice on the same input
+			// (the nondeterminism check) and has its inputs after the call checked.
+			var replies []compareReply
+			for rep := 0; rep < 1+btoi(s == 0); rep++ {
+				c, ok := r.trialCall(&tr, fmt.Sprintf("t%dr%d", n, rep), rep == 0 && s == 0)
+				if !ok {
 					return false
 				}
+				replies = append(replies, c)
 			}
-			cres, err := r.ref.p.call(r.ctx, cfg.CallTimeout, ccmd)
-			r.clearDumps()
-			if err != nil {
-				var we *workerError
-				if errors.As(err, &we) && we.Class == ClassHarness && strings.Contains(we.Message, "TensorFileError") {
-					// The candidate's dump was unreadable: not a reference failure.
-					r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message = Fail, ClassTampering, "correctness", "the candidate's output files are not what the harness wrote: "+we.Message
-					return false
-				}
-				r.refFail("compare", err)
-				return false
-			}
-			r.applyCompare(&tr, cres, "correctness", 0)
+			r.applyTrial(&tr, replies, "correctness", 0)
 			r.res.Trials = append(r.res.Trials, tr)
+			r.phases.Trials = append(r.phases.Trials, time.Since(t0).Seconds())
 		}
 	}
 	if r.res.ErrorClass != "" {
@@ -98,6 +53,88 @@ func (r *evalRun) correctness() bool {
 	return true
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// trialCall makes one correctness call of the candidate and has the reference compare what it
+// returned (and, with checkInputs, its inputs after the call) while the candidate's whole
+// process tree is stopped: on a GPU the reference reads the candidate's memory in place. It
+// returns false when the evaluation has its verdict.
+func (r *evalRun) trialCall(tr *Trial, name string, checkInputs bool) (compareReply, bool) {
+	cfg := r.e.opt.Config
+	base := filepath.Join(r.dumpDir, name)
+	cmd := map[string]any{"op": "trial", "seed": tr.Seed, "dist": tr.Dist, "dump": base}
+	if checkInputs {
+		cmd["inputs_dump"] = base + "in"
+	}
+	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, cmd)
+	if err != nil {
+		r.tamper(stringList(resp["tampered"]))
+		r.candFail("correctness", err)
+		return compareReply{}, false
+	}
+	if r.tamper(stringList(resp["tampered"])) {
+		return compareReply{}, false
+	}
+	for _, m := range intList(resp["mutated"]) {
+		if !slices.Contains(tr.InputChanged, m) {
+			tr.InputChanged = append(tr.InputChanged, m)
+		}
+	}
+	var callMS float64
+	_ = json.Unmarshal(resp["call_ms"], &callMS)
+	r.phases.GPUWork += callMS / 1e3
+	out, ins := resp["output"], resp["inputs"]
+	if out == nil || (checkInputs && ins == nil) {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "correctness"
+		r.res.Message = "the trial reply does not carry the outputs the harness wrote"
+		return compareReply{}, false
+	}
+	for _, m := range []json.RawMessage{out, ins} {
+		if m != nil && !r.manifestInside(m) {
+			r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "correctness"
+			r.res.Message = "an output manifest points outside the evaluation's dump folder"
+			return compareReply{}, false
+		}
+	}
+	c, ok := r.compare(tr.Seed, tr.Dist, out, ins, "correctness")
+	return c, ok
+}
+
+// compare has the reference process compare an exported output (and inputs) with its own for
+// (seed, dist), the candidate stopped meanwhile. It returns false when the evaluation has its
+// verdict.
+func (r *evalRun) compare(seed int, dist string, out, ins json.RawMessage, phase string) (compareReply, bool) {
+	ccmd := map[string]any{"op": "compare", "seed": seed, "dist": dist, "output": out, "strides": r.task.Strides}
+	if r.task.Tolerance != nil {
+		ccmd["tolerance"] = r.task.Tolerance
+	}
+	if ins != nil {
+		ccmd["inputs"] = ins
+	}
+	var cres map[string]json.RawMessage
+	var err error
+	solo(r.cand, func() { cres, err = r.ref.p.call(r.ctx, r.e.opt.Config.CallTimeout, ccmd) })
+	r.clearDumps()
+	if err != nil {
+		var we *workerError
+		if errors.As(err, &we) && we.Class == ClassHarness && strings.Contains(we.Message, "TensorFileError") {
+			// The candidate's output files or handles were unreadable: not a reference failure.
+			r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message = Fail, ClassTampering, phase, "the candidate's outputs are not what the harness exported: "+we.Message
+			return compareReply{}, false
+		}
+		r.refFail("compare", err)
+		return compareReply{}, false
+	}
+	c := decodeCompare(cres)
+	r.phases.GPUWork += c.RefCallMS / 1e3
+	return c, true
+}
+
 type compareReply struct {
 	Result struct {
 		OK      bool             `json:"ok"`
@@ -105,13 +142,11 @@ type compareReply struct {
 		Message string           `json:"message"`
 		Leaves  []map[string]any `json:"leaves"`
 	} `json:"result"`
-	RepeatResult *struct {
-		OK      bool   `json:"ok"`
-		Message string `json:"message"`
-	} `json:"repeat_result"`
-	RepeatConsistent *bool  `json:"repeat_consistent"`
-	RepeatMessage    string `json:"repeat_message"`
-	InputsChanged    []int  `json:"inputs_changed"`
+	// Digest is a content hash of each output leaf the reference read: two calls on one input
+	// that return equal digests returned the same bytes.
+	Digest        json.RawMessage `json:"digest"`
+	InputsChanged []int           `json:"inputs_changed"`
+	RefCallMS     float64         `json:"ref_call_ms"`
 }
 
 func decodeCompare(raw map[string]json.RawMessage) compareReply {
@@ -121,39 +156,53 @@ func decodeCompare(raw map[string]json.RawMessage) compareReply {
 	return c
 }
 
-// applyCompare folds a comparison reply into the trial and the result's first failure.
-func (r *evalRun) applyCompare(tr *Trial, raw map[string]json.RawMessage, phase string, call int) {
-	c := decodeCompare(raw)
-	if len(c.InputsChanged) > 0 {
+// applyTrial folds a trial's comparison replies (two for the nondeterminism check) into the
+// trial and the result's first failure. Two calls on one input are consistent when they
+// returned the same bytes, or when both are within tolerance of the reference; one right and one
+// wrong is nondeterministic.
+func (r *evalRun) applyTrial(tr *Trial, cs []compareReply, phase string, call int) {
+	for _, c := range cs {
 		for _, i := range c.InputsChanged {
 			if !slices.Contains(tr.InputChanged, i) {
 				tr.InputChanged = append(tr.InputChanged, i)
 			}
 		}
 	}
-	if c.RepeatConsistent != nil {
-		tr.Consistent = c.RepeatConsistent
+	first := cs[0]
+	if !first.Result.OK {
+		tr.OK, tr.Kind, tr.Message = false, first.Result.Kind, first.Result.Message
+	} else if len(cs) > 1 && !cs[1].Result.OK {
+		tr.OK, tr.Kind, tr.Message = false, "values", "second call on the same input: "+cs[1].Result.Message
 	}
-	if !c.Result.OK {
-		tr.OK, tr.Kind, tr.Message = false, c.Result.Kind, c.Result.Message
-	} else if c.RepeatResult != nil && !c.RepeatResult.OK {
-		tr.OK, tr.Kind, tr.Message = false, "values", "second call on the same input: "+c.RepeatResult.Message
+	if len(cs) > 1 {
+		same := string(cs[0].Digest) == string(cs[1].Digest)
+		consistent := same || cs[0].Result.OK == cs[1].Result.OK
+		tr.Consistent = &consistent
+		var w string
+		switch {
+		case !consistent:
+			w = "two calls on identical inputs gave different results, one within tolerance and one not"
+		case !same && cs[0].Result.OK:
+			w = "two calls on identical inputs gave bitwise different results (both within tolerance)"
+		}
+		if w != "" && !slices.Contains(r.res.Warnings, w) {
+			r.res.Warnings = append(r.res.Warnings, w)
+		}
 	}
 	if !tr.OK && r.res.Mismatch == nil {
 		m := &Mismatch{Phase: phase, Seed: tr.Seed, Dist: tr.Dist, Call: call, Kind: tr.Kind, Message: tr.Message}
-		for _, leaf := range c.Result.Leaves {
-			if ok, _ := leaf["ok"].(bool); !ok {
-				m.Detail = leaf
+		for _, c := range cs {
+			for _, leaf := range c.Result.Leaves {
+				if ok, _ := leaf["ok"].(bool); !ok {
+					m.Detail = leaf
+					break
+				}
+			}
+			if m.Detail != nil {
 				break
 			}
 		}
 		r.res.Mismatch = m
-	}
-	if tr.Consistent != nil && !*tr.Consistent {
-		w := "two calls on identical inputs gave different results: " + c.RepeatMessage
-		if !slices.Contains(r.res.Warnings, w) {
-			r.res.Warnings = append(r.res.Warnings, w)
-		}
 	}
 }
 

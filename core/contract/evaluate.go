@@ -23,7 +23,12 @@ type evalRun struct {
 	dumpDir string
 	rng     *mrand.Rand
 	mode    string // how the candidate's module is run: eager, or a torch.compile mode (baselines)
+	start   time.Time
+	phases  *Phases
 }
+
+// since is the seconds from the moment the evaluation held its device.
+func (r *evalRun) since() float64 { return time.Since(r.start).Seconds() }
 
 // Evaluate runs the full contract for one kernel on one task and device. It never returns nil;
 // failures of the harness itself give Verdict "error".
@@ -53,8 +58,13 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 		return res
 	}
 	defer giveBack()
-	res.StartedAt = time.Now().UTC()
-	defer func() { res.FinishedAt = time.Now().UTC() }() // before the slot is given back
+	res.Phases = &Phases{WaitDevice: time.Since(res.StartedAt).Seconds()}
+	start := time.Now()
+	res.StartedAt = start.UTC()
+	defer func() { // before the slot is given back
+		res.FinishedAt = time.Now().UTC()
+		res.Phases.Total = time.Since(start).Seconds()
+	}()
 	timeout := cfg.Timeout
 	if t.Timeout > 0 {
 		timeout = t.Timeout
@@ -62,12 +72,16 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	dir, err := os.MkdirTemp(e.opt.WorkDir, "eval-")
+	// The candidate's process: a spare started during an earlier evaluation when there is one
+	// (its torch import already done), else a new one. Its folder is the evaluation's.
+	cand, err := e.candidateProcess(ctx, device)
 	if err != nil {
 		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
 		return res
 	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(cand.dir)
+	defer cand.p.close()
+	dir := cand.dir
 	dumpDir := filepath.Join(dir, "out")
 	if err := os.Mkdir(dumpDir, 0o700); err != nil {
 		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
@@ -104,14 +118,19 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	}
 	rng, seed := e.seedSource()
 	res.Config.Seed = seed
-	run := &evalRun{e: e, ctx: ctx, res: res, task: t, dumpDir: dumpDir, rng: rng, mode: mode}
-	run.execute(k, device, dir, ref.wait)
+	run := &evalRun{e: e, ctx: ctx, res: res, task: t, dumpDir: dumpDir, rng: rng, mode: mode, start: start, phases: res.Phases}
+	run.execute(k, device, dir, cand, ref.wait)
 	return res
 }
 
 // candFail records a failure caused by the candidate process.
 func (r *evalRun) candFail(phase string, err error) {
 	cls, msg, tb := describeErr(err)
+	if cls == ClassResource {
+		// The candidate's own allocations ran the device out of memory: the task was known to
+		// leave it room, so this is the kernel's doing.
+		cls = ClassRuntime
+	}
 	if r.ctx.Err() != nil {
 		cls, msg = ClassTimeout, fmt.Sprintf("the evaluation ran past its time limit during %s; the process group was killed", phase)
 	}
@@ -121,10 +140,14 @@ func (r *evalRun) candFail(phase string, err error) {
 	}
 }
 
-// refFail records a failure of the reference process: no verdict about the kernel.
+// refFail records a failure of the reference process: no verdict about the kernel. A reference
+// that ran out of device memory is a task that does not fit the device (resource).
 func (r *evalRun) refFail(phase string, err error) {
-	_, msg, tb := describeErr(err)
-	r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message, r.res.Traceback = VerdictError, ClassReference, phase, msg, tb
+	cls, msg, tb := describeErr(err)
+	if cls != ClassResource {
+		cls = ClassReference
+	}
+	r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message, r.res.Traceback = VerdictError, cls, phase, msg, tb
 	r.res.Log = r.ref.p.log.String()
 	r.ref.p.kill()
 }
@@ -138,7 +161,7 @@ func (r *evalRun) tamper(found []string) bool {
 	return len(r.res.Tampered) > 0
 }
 
-func (r *evalRun) execute(k Kernel, device, dir string, reference func() (*refServer, error)) {
+func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, reference func() (*refServer, error)) {
 	e, cfg := r.e, r.e.opt.Config
 	taskPath, err := e.writeTask(r.task)
 	if err != nil {
@@ -150,18 +173,13 @@ func (r *evalRun) execute(k Kernel, device, dir string, reference func() (*refSe
 		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
 		return
 	}
-	// The candidate's process imports torch while the reference's start finishes.
-	cand, settings, err := e.spawn("candidate", device, dir)
-	if err != nil {
-		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
-		return
-	}
-	r.cand = cand
+	r.cand = cand.p
 	var refLog string // the reference's own output explains its failure
 	defer func() {
-		cand.close()
-		r.res.Log = cand.log.String()
-		if r.res.ErrorClass == ClassReference {
+		r.memory()
+		cand.p.close()
+		r.res.Log = cand.p.log.String()
+		if r.res.ErrorClass == ClassReference || r.res.ErrorClass == ClassResource {
 			if r.ref != nil {
 				refLog = r.ref.p.log.String()
 			}
@@ -169,6 +187,7 @@ func (r *evalRun) execute(k Kernel, device, dir string, reference func() (*refSe
 		}
 	}()
 	ref, err := reference()
+	r.phases.ReferenceReady = r.since()
 	if err != nil {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase = VerdictError, ClassReference, "reference"
 		_, r.res.Message, r.res.Traceback = describeErr(err)
@@ -180,31 +199,52 @@ func (r *evalRun) execute(k Kernel, device, dir string, reference func() (*refSe
 	}
 	r.ref = ref
 	r.res.Fingerprint = e.fingerprint(device, ref.fp)
-	if _, err := e.hello(r.ctx, cand, settings); err != nil {
+	// Outputs reach the reference through CUDA IPC where the reference can map them.
+	cand.settings["ipc"] = ref.ipc
+	if _, err := e.hello(r.ctx, cand.p, cand.settings); err != nil {
 		r.candFail("start", err)
 		return
 	}
+	r.phases.CandidateStart = r.since()
 
-	// Both build the task's model from the same seed. They load at once, except when the
-	// candidate's load compiles a torch.compile mode: its compile seconds are reported, and are
-	// measured with the reference quiet.
+	// Both build the task's model from the same seed. The reference loads first when it has not
+	// yet measured the task's footprint (its first evaluation on this device), or when the
+	// candidate's load compiles a torch.compile mode (its compile seconds are reported, and are
+	// measured with the reference quiet); otherwise both load at once. Either way the task is
+	// known to fit the device next to a candidate before any candidate code runs.
 	initSeed := int(r.rng.Int64N(1 << 30))
+	loadStart := time.Now()
 	refLoad := make(chan error, 1)
 	loadRef := func() {
-		_, err := ref.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": initSeed, "mode": ref.mode})
+		resp, err := ref.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": initSeed, "mode": ref.mode})
+		if err == nil {
+			ref.noteLoad(resp)
+		}
 		refLoad <- err
 	}
-	if r.mode == "eager" {
-		go loadRef()
-	} else {
+	serial := r.mode != "eager" || !ref.measured
+	if serial {
 		loadRef()
+		if err := <-refLoad; err != nil {
+			r.refFail("reference", err)
+			return
+		}
+		refLoad <- nil
+	}
+	if msg := ref.fits(); msg != "" {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message = VerdictError, ClassResource, "reference", msg
+		return
+	}
+	if !serial {
+		go loadRef()
 	}
 	e.progress("loading %s", k.Name)
-	resp, candErr := cand.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed, "mode": r.mode})
+	resp, candErr := cand.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed, "mode": r.mode})
 	if err := <-refLoad; err != nil {
 		r.refFail("reference", err)
 		return
 	}
+	r.phases.Load = time.Since(loadStart).Seconds()
 	if candErr != nil {
 		r.candFail("load", candErr)
 		r.tamper(stringList(resp["tampered"]))
@@ -223,4 +263,31 @@ func (r *evalRun) execute(k Kernel, device, dir string, reference func() (*refSe
 	}
 	r.timing()
 	r.finish()
+}
+
+// memory records what both processes held on the device (nothing on the CPU).
+func (r *evalRun) memory() {
+	if r.ref == nil || r.ref.footprint == 0 {
+		return
+	}
+	m := &MemoryUse{Footprint: r.ref.footprint, DeviceTotal: r.ref.total}
+	peak := func(p *proc) int64 {
+		if p.exited() {
+			return 0
+		}
+		resp, err := p.call(context.Background(), 10*time.Second, map[string]any{"op": "memory"})
+		if err != nil {
+			return 0
+		}
+		var mem workerMemory
+		_ = json.Unmarshal(resp["memory"], &mem)
+		return mem.PeakReserved
+	}
+	m.ReferencePeak = peak(r.ref.p)
+	switch r.res.ErrorClass {
+	case "", ClassMismatch, ClassNondeterm, ClassInputMutated, ClassRuntime:
+		m.CandidatePeak = peak(r.cand) // a candidate in another state is not asked
+	}
+	m.Peak = m.ReferencePeak + m.CandidatePeak
+	r.res.Memory = m
 }

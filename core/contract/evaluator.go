@@ -36,6 +36,9 @@ type Options struct {
 	Recipe *sdk.BuildRecipe
 	// HostInfo reads the machine's half of the fingerprint (default: /proc and nvidia-smi).
 	HostInfo func(device string) Fingerprint
+	// Spares: start the next evaluation's candidate process ahead (spare.go). Default: on GPUs,
+	// whose hosts have cores to spare; on the CPU a torch import beside a timing would slow it.
+	Spares SpareMode
 }
 
 // Evaluator runs the contract on this host. It keeps one clean reference process per task,
@@ -52,6 +55,7 @@ type shared struct {
 	mu      sync.Mutex
 	refs    map[string]*refServer
 	devices map[string]chan struct{}
+	spares  map[string]*spare
 }
 
 // deviceSlot returns the one-slot semaphore of a device. Evaluations on one device run one at a
@@ -103,7 +107,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string]*spare{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that
@@ -120,7 +124,7 @@ func (e *Evaluator) With(cfg Config, progress func(string), recipe *sdk.BuildRec
 	return &Evaluator{opt: opt, script: e.script, shared: e.shared}, nil
 }
 
-// Close ends every reference process.
+// Close ends every reference process and spare candidate process.
 func (e *Evaluator) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -128,6 +132,10 @@ func (e *Evaluator) Close() {
 		r.p.close()
 		os.RemoveAll(r.dir)
 		delete(e.refs, k)
+	}
+	for k, s := range e.spares {
+		go s.discard()
+		delete(e.spares, k)
 	}
 }
 
@@ -156,7 +164,9 @@ func deviceEnv(device string) (workerDevice string, env []string, err error) {
 	return "", nil, fmt.Errorf("%w: unknown device %q (want cpu or cuda:N)", ErrHarness, device)
 }
 
-func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, error) {
+// workerSetup is how a worker of a role is started on a device: its environment and the settings
+// its hello sends.
+func (e *Evaluator) workerSetup(role, device string) (env []string, settings map[string]any, err error) {
 	wdev, env, err := deviceEnv(device)
 	if err != nil {
 		return nil, nil, err
@@ -178,11 +188,7 @@ func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, erro
 			env = append(env, k+"="+r.Env[k])
 		}
 	}
-	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Env: env, LogCap: e.opt.Config.LogLimit})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrHarness, err)
-	}
-	settings := map[string]any{
+	settings = map[string]any{
 		"device":      wdev,
 		"poison":      e.opt.Config.Poison,
 		"flush_cache": e.opt.Config.FlushCache,
@@ -197,19 +203,40 @@ func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, erro
 	if r := e.opt.Recipe; r != nil && role == "candidate" {
 		settings["recipe"] = map[string]any{"cflags": r.CFlags, "cuda_cflags": r.CUDAFlags, "include_paths": r.IncludePaths, "ldflags": r.LDFlags}
 	}
+	return env, settings, nil
+}
+
+func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, error) {
+	env, settings, err := e.workerSetup(role, device)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Env: env, LogCap: e.opt.Config.LogLimit})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrHarness, err)
+	}
 	return p, settings, nil
 }
 
-func (e *Evaluator) hello(ctx context.Context, p *proc, settings map[string]any) (Fingerprint, error) {
+// helloReply is what a worker answers to hello.
+type helloReply struct {
+	Fingerprint Fingerprint `json:"fingerprint"`
+	// IPC: the worker can map other processes' GPU memory and bounds-check it (a reference that
+	// can receives the candidate's outputs in place).
+	IPC bool `json:"ipc"`
+}
+
+func (e *Evaluator) hello(ctx context.Context, p *proc, settings map[string]any) (helloReply, error) {
+	var h helloReply
 	resp, err := p.call(ctx, e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "hello", "settings": settings})
 	if err != nil {
-		return nil, err
+		return h, err
 	}
-	var fp Fingerprint
-	if err := json.Unmarshal(resp["fingerprint"], &fp); err != nil {
-		return nil, &procError{Class: ClassHarness, Message: "hello without fingerprint"}
+	if err := json.Unmarshal(resp["fingerprint"], &h.Fingerprint); err != nil || h.Fingerprint == nil {
+		return h, &procError{Class: ClassHarness, Message: "hello without fingerprint"}
 	}
-	return fp, nil
+	_ = json.Unmarshal(resp["ipc"], &h.IPC)
+	return h, nil
 }
 
 // writeTask puts the rendered task source where workers can read it.

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -9,14 +10,19 @@ import (
 )
 
 type refServer struct {
-	p      *proc
-	fp     Fingerprint
-	dir    string
-	mode   string
-	key    string
-	device string
-	users  int       // evaluations using it now; it is never ended under one
-	used   time.Time // last handed out, for eviction
+	p   *proc
+	fp  Fingerprint
+	ipc bool // can map the candidate's GPU outputs (CUDA IPC)
+	// From its last load, on a GPU: the task's eager footprint, and the device's free and total
+	// memory with the reference's task loaded. measured: a load has reported them.
+	measured               bool
+	footprint, free, total int64
+	dir                    string
+	mode                   string
+	key                    string
+	device                 string
+	users                  int       // evaluations using it now; it is never ended under one
+	used                   time.Time // last handed out, for eviction
 }
 
 // liveReferences is how many idle reference processes a device keeps. Each holds its task's
@@ -106,14 +112,14 @@ func (e *Evaluator) reference(ctx context.Context, t Task, device, mode string) 
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	fp, err := e.hello(ctx, p, settings)
+	h, err := e.hello(ctx, p, settings)
 	if err != nil {
 		log := p.log.String()
 		p.close()
 		os.RemoveAll(dir)
 		return nil, &refFailure{err: err, log: log}
 	}
-	r = &refServer{p: p, fp: fp, dir: dir, mode: mode, key: key, device: device, users: 1, used: time.Now()}
+	r = &refServer{p: p, fp: h.Fingerprint, ipc: h.IPC, dir: dir, mode: mode, key: key, device: device, users: 1, used: time.Now()}
 	e.mu.Lock()
 	var done []*refServer
 	if old := e.refs[key]; old != nil && old.users == 0 {
@@ -157,3 +163,41 @@ func (p *pendingRef) wait() (*refServer, error) {
 	<-p.c
 	return p.ref, p.err
 }
+
+// workerMemory is a worker's report of its device memory.
+type workerMemory struct {
+	PeakReserved  int64 `json:"peak_reserved"`
+	PeakAllocated int64 `json:"peak_allocated"`
+	Free          int64 `json:"free"`
+	Total         int64 `json:"total"`
+}
+
+// noteLoad keeps what a load of the reference reported about memory.
+func (r *refServer) noteLoad(resp map[string]json.RawMessage) {
+	var fp int64
+	var mem workerMemory
+	_ = json.Unmarshal(resp["footprint"], &fp)
+	_ = json.Unmarshal(resp["memory"], &mem)
+	r.measured = true
+	if fp > 0 {
+		r.footprint, r.free, r.total = fp, mem.Free, mem.Total
+	}
+}
+
+// fits says why a candidate cannot be given room next to the reference, or "" when it can. A
+// candidate needs at least the task's footprint (its inputs and outputs) and, for its own
+// temporaries and CUDA context, as much again: a task that leaves less free fails here, before
+// any candidate code runs, never with an out-of-memory error halfway through an evaluation.
+func (r *refServer) fits() string {
+	if r.footprint == 0 {
+		return ""
+	}
+	need := 2 * r.footprint
+	if need <= r.free {
+		return ""
+	}
+	return fmt.Sprintf("the task does not fit %s next to a candidate: one eager forward needs %s (weights, inputs, outputs, temporaries), a candidate needs room for about twice that (%s), and with the reference loaded %s of %s are free",
+		r.device, gib(r.footprint), gib(need), gib(r.free), gib(r.total))
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }

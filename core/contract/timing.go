@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"time"
 )
 
 // timedSeries is what one run of timed calls (or empty calls) produced.
 type timedSeries struct {
 	dev, wall []float64 // device and driver-wall samples in ms, one per call
-	mutated   []int     // inputs changed in place by any call
 	threaded  []int     // calls that returned while a thread they started was still running
 	// kernelClock: the wall samples come from the kernel's send stamps on the clock channel.
 	kernelClock bool
@@ -31,13 +31,7 @@ func solo(other *proc, f func()) {
 func (ts timedSeries) extend(o timedSeries, offset int) timedSeries {
 	ts.dev = slices.Concat(ts.dev, o.dev)
 	ts.wall = slices.Concat(ts.wall, o.wall)
-	ts.mutated = slices.Clone(ts.mutated)
 	ts.threaded = slices.Clone(ts.threaded)
-	for _, m := range o.mutated {
-		if !slices.Contains(ts.mutated, m) {
-			ts.mutated = append(ts.mutated, m)
-		}
-	}
 	for _, i := range o.threaded {
 		ts.threaded = append(ts.threaded, offset+i)
 	}
@@ -72,11 +66,6 @@ func (r *evalRun) series(p *proc, n int, seeds []int, noop bool) (timedSeries, e
 		}
 		ts.dev = append(ts.dev, d)
 		ts.wall = append(ts.wall, float64(finished.at.Sub(armed.at).Nanoseconds())/1e6)
-		for _, m := range intList(resp["mutated"]) {
-			if !slices.Contains(ts.mutated, m) {
-				ts.mutated = append(ts.mutated, m)
-			}
-		}
 		var started int
 		if json.Unmarshal(resp["threads_started"], &started) == nil && started > 0 {
 			ts.threaded = append(ts.threaded, i)
@@ -103,6 +92,8 @@ func (r *evalRun) timing() {
 		check[i] = true
 	}
 	tm := &Timing{Warmup: cfg.Warmup}
+	t0 := time.Now()
+	defer func() { r.phases.Timing = time.Since(t0).Seconds() }()
 
 	// Both sides warm up, then their timed calls alternate one by one (reference, candidate,
 	// candidate, reference, ...). The device's speed drifts: on the H200, memory-bound kernels run
@@ -111,12 +102,12 @@ func (r *evalRun) timing() {
 	// Every timed, empty or warm-up call runs with the other side's process group stopped: nothing
 	// the idle process, or a process or thread it started, does can run next to it.
 	e.progress("timing reference and candidate (%d calls each, alternating)", n)
-	var refNoop, candNoop, warm timedSeries
+	var refNoop, candNoop, refWarm, warm timedSeries
 	var err error
 	solo(r.cand, func() {
 		refNoop, err = r.series(r.ref.p, cfg.NoopCalls, nil, true)
 		if err == nil {
-			_, err = r.series(r.ref.p, cfg.Warmup, seeds[:cfg.Warmup], false)
+			refWarm, err = r.series(r.ref.p, cfg.Warmup, seeds[:cfg.Warmup], false)
 		}
 	})
 	if err != nil {
@@ -132,10 +123,15 @@ func (r *evalRun) timing() {
 	if err != nil {
 		r.candFail("warmup", err)
 		return
-	} else if len(warm.mutated) > 0 {
-		r.noteMutation(warm.mutated, "warmup")
-		return
 	}
+	var ref, cand timedSeries
+	defer func() { // what the GPU had to do: warm-up and timed calls of both sides
+		for _, ts := range []timedSeries{refWarm, warm, ref, cand} {
+			for _, d := range ts.dev {
+				r.phases.GPUWork += d / 1e3
+			}
+		}
+	}()
 	var checkErr error
 	var threaded []int
 	after := func(i int, leftThread bool) bool {
@@ -162,7 +158,6 @@ func (r *evalRun) timing() {
 		}
 		return ok
 	}
-	var ref, cand timedSeries
 	timeRef := func(i int) bool {
 		var s timedSeries
 		solo(r.cand, func() { s, err = r.series(r.ref.p, 1, seeds[cfg.Warmup+i:cfg.Warmup+i+1], false) })
@@ -181,9 +176,6 @@ func (r *evalRun) timing() {
 			return false
 		}
 		cand = cand.extend(s, i)
-		if len(s.mutated) > 0 {
-			r.noteMutation(s.mutated, "timing")
-		}
 		// The re-check needs the reference running; a failed one has recorded its verdict.
 		if !after(i, len(s.threaded) > 0) {
 			return false
@@ -269,11 +261,15 @@ func (r *evalRun) noteMutation(idx []int, phase string) {
 	r.res.Message = fmt.Sprintf("the candidate changed its input(s) %v during %s calls", idx, phase)
 }
 
-// recheck dumps the output of timed call i and compares it with the reference for its seed.
+// recheck has the reference compare timed call i's output with the reference for its seed, and
+// the call's inputs with inputs regenerated from the seed (a candidate that changes its inputs
+// only while it is timed is caught here).
 func (r *evalRun) recheck(i, seed int) (bool, error) {
 	cfg := r.e.opt.Config
+	t0 := time.Now()
+	defer func() { r.phases.Rechecks += time.Since(t0).Seconds() }()
 	base := filepath.Join(r.dumpDir, fmt.Sprintf("timed%d", i))
-	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "dump_last", "dump": base})
+	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "dump_last", "dump": base, "inputs_dump": base + "in"})
 	if err != nil {
 		r.candFail("timing", err)
 		return false, err
@@ -288,24 +284,22 @@ func (r *evalRun) recheck(i, seed int) (bool, error) {
 		r.res.Message = fmt.Sprintf("the output of timed call %d kept changing after the call returned: work was left running in the background, outside the timed region", i)
 		return false, errors.New("tampering")
 	}
-	out := resp["output"]
-	if !r.manifestInside(out) {
+	out, ins := resp["output"], resp["inputs"]
+	if out == nil || ins == nil || !r.manifestInside(out) || !r.manifestInside(ins) {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "timing"
-		r.res.Message = "an output manifest points outside the evaluation's dump folder"
+		r.res.Message = "an output manifest is missing or points outside the evaluation's dump folder"
 		return false, errors.New("tampering")
 	}
-	ccmd := map[string]any{"op": "compare", "seed": seed, "dist": "default", "output": out, "strides": r.task.Strides}
-	if r.task.Tolerance != nil {
-		ccmd["tolerance"] = r.task.Tolerance
+	c, ok := r.compare(seed, "default", out, ins, "timing")
+	if !ok {
+		return false, errors.New("compare")
 	}
-	cres, err := r.ref.p.call(r.ctx, cfg.CallTimeout, ccmd)
-	r.clearDumps()
-	if err != nil {
-		r.refFail("timing re-check", err)
-		return false, err
+	if len(c.InputsChanged) > 0 {
+		r.noteMutation(c.InputsChanged, "timing")
+		return false, errors.New("input mutated")
 	}
 	tr := Trial{Seed: seed, Dist: "default", OK: true}
-	r.applyCompare(&tr, cres, "timing", i)
+	r.applyTrial(&tr, []compareReply{c}, "timing", i)
 	if !tr.OK {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassMismatch, "timing"
 		r.res.Message = fmt.Sprintf("timed call %d returned a wrong result (correctness trials had passed): %s", i, tr.Message)
