@@ -33,9 +33,10 @@ type candidate struct {
 }
 
 // spareDepth is how many spares are kept per kind of candidate process. A spare's imports take
-// longer (about 8 s on the H200's host) than a fast evaluation (about 4 s), so one spare started
-// at an evaluation's start is not ready for the next; two are.
-const spareDepth = 2
+// 8-12 s of CPU on the H200's host, and spares are stopped while a timing runs, so a spare makes
+// progress only in the few seconds of each evaluation outside its timing: it is started three
+// evaluations before one takes it.
+const spareDepth = 3
 
 // spare is a candidate process being prepared for a later evaluation.
 type spare struct {

@@ -145,23 +145,22 @@ class Session:
 
     def _stage(self, fresh):
         """Copy fresh inputs into the fixed buffers, so the candidate sees the same addresses with
-        new contents on every call (a cache keyed on data_ptr returns stale results). The first
-        call's inputs become the buffers; correctness trials and timed calls share them."""
+        new contents on every call (a cache keyed on data_ptr returns stale results). The buffers
+        are made on first use, and the copy is made every time, on both sides alike."""
         bufs = self._bufs
-        if bufs is not None and len(bufs) == len(fresh) and all(
+        if bufs is None or len(bufs) != len(fresh) or not all(
             _isinstance(b, _Tensor) == _isinstance(f, _Tensor)
             and (not _isinstance(f, _Tensor) or (b.shape == f.shape and b.dtype == f.dtype and b.stride() == f.stride()))
             for b, f in zip(bufs, fresh)
         ):
-            out = []
-            for b, f in zip(bufs, fresh):
-                if _isinstance(f, _Tensor):
-                    _copy(b, f)
-                    out.append(b)
-                else:
-                    out.append(f)
-        else:
-            out = list(fresh)
+            bufs = [torch.empty_like(f) if _isinstance(f, _Tensor) else f for f in fresh]
+        out = []
+        for b, f in zip(bufs, fresh):
+            if _isinstance(f, _Tensor):
+                _copy(b, f)
+                out.append(b)
+            else:
+                out.append(f)
         self._bufs = out
         return out
 
@@ -235,10 +234,9 @@ class Session:
         self._ref_cache = []  # the reference's compare cache is rebuilt per re-checked seed
         if not noop:
             self._release()
-            fresh = inputs.make_inputs(self.task, seed, dist, self.device)
-            # The reference is trusted: it needs no fixed addresses, and a copy would cost memory.
-            work = self._stage(fresh) if self.role == "candidate" else fresh
-            del fresh
+            # Both sides do the same work before a timed call (new inputs copied into the fixed
+            # buffers, the earlier output poisoned): what precedes a call can change its time.
+            work = self._stage(inputs.make_inputs(self.task, seed, dist, self.device))
         self._flush()
         self.sync()
         threads = _thread_count()
@@ -266,8 +264,9 @@ class Session:
         started = _thread_count() - threads
         if started > 0:
             res["threads_started"] = started
-        if not noop and self.role == "candidate":
+        if not noop:
             self._keep(out)
+        if not noop and self.role == "candidate":
             # A digest of the result the moment the timed region ended. dump_last compares the live
             # output with it: work finished in the background after the call returned shows up.
             _, leaves = compare.flatten(out)
@@ -341,18 +340,12 @@ class Session:
         inputs_manifest, also check the candidate's inputs after its call against inputs
         regenerated from the seed. Reports a digest of what was read, for the driver's
         nondeterminism check across two calls on one input."""
-        self.last_ref_ms = 0.0
-        ref_sig, ref_leaves = self.reference(seed, dist)
-        res = {"ref_call_ms": self.last_ref_ms}
-        out_sig, out_leaves = load_output(output, self.device)
-        out_leaves, wrong_device = _unplace(out_leaves, self.device)
-        if wrong_device:
-            res["result"] = {"ok": False, "kind": "device", "message": "; ".join(wrong_device), "leaves": []}
-        else:
-            res["result"] = compare.compare_leaves(out_sig, out_leaves, ref_sig, ref_leaves, tol, strides)
-        if want_digest:
-            res["digest"] = [compare.digest(t) if _isinstance(t, _Tensor) else t for t in out_leaves]
-        del out_leaves
+        # Between timed calls the timing buffers are not needed here (the reference's timed calls
+        # copy their inputs in again); the inputs are checked before the reference output is
+        # computed: at most two input- or output-sized tensors are alive at once.
+        self._release()
+        self._bufs = None
+        res = {}
         if inputs_manifest is not None:
             _, in_leaves = load_output(inputs_manifest, self.device)
             in_leaves, _ = _unplace(in_leaves, self.device)
@@ -365,6 +358,18 @@ class Session:
                         changed.append(i)
             res["inputs_changed"] = changed
             del in_leaves, pristine, p_leaves
+        self.last_ref_ms = 0.0
+        ref_sig, ref_leaves = self.reference(seed, dist)
+        res["ref_call_ms"] = self.last_ref_ms
+        out_sig, out_leaves = load_output(output, self.device)
+        out_leaves, wrong_device = _unplace(out_leaves, self.device)
+        if wrong_device:
+            res["result"] = {"ok": False, "kind": "device", "message": "; ".join(wrong_device), "leaves": []}
+        else:
+            res["result"] = compare.compare_leaves(out_sig, out_leaves, ref_sig, ref_leaves, tol, strides)
+        if want_digest:
+            res["digest"] = [compare.digest(t) if _isinstance(t, _Tensor) else t for t in out_leaves]
+        del out_leaves
         return res
 
     def validate(self, dists, seeds, tol=None):
