@@ -150,7 +150,7 @@ func resultToPB(r *Result) *pb.Result {
 	out := &pb.Result{Contract: r.Contract, Task: t, Kernel: k, Device: r.Device, Verdict: r.Verdict,
 		ErrorClass: r.ErrorClass, Phase: r.Phase, Message: r.Message, Traceback: r.Traceback, Log: r.Log,
 		Tampered: r.Tampered, Warnings: r.Warnings, Fingerprint: structToPB(r.Fingerprint), Config: configToPB(r.Config),
-		Compile: compileToPB(r.Compile), ModelCompileS: r.ModelCompileS}
+		Compile: compileToPB(r.Compile), ModelCompileS: r.ModelCompileS, Flags: flagsToPB(r.Flags)}
 	if !r.StartedAt.IsZero() {
 		out.StartedAt = timestamppb.New(r.StartedAt)
 	}
@@ -182,7 +182,7 @@ func resultFromPB(p *pb.Result) *Result {
 	r := &Result{Contract: p.Contract, Task: taskFromPB(p.Task), Kernel: kernelFromPB(p.Kernel), Device: p.Device,
 		Verdict: p.Verdict, ErrorClass: p.ErrorClass, Phase: p.Phase, Message: p.Message, Traceback: p.Traceback, Log: p.Log,
 		Tampered: p.Tampered, Warnings: p.Warnings, Config: configFromPB(p.Config), Compile: compileFromPB(p.Compile),
-		ModelCompileS: p.ModelCompileS}
+		ModelCompileS: p.ModelCompileS, Flags: flagsFromPB(p.Flags)}
 	if fp := structFromPB(p.Fingerprint); fp != nil {
 		r.Fingerprint = Fingerprint(fp)
 	}
@@ -284,7 +284,7 @@ func recipeFromPB(r *pb.BuildRecipe) *BuildRecipe {
 func issuesToPB(is []Issue) []*pb.Issue {
 	out := make([]*pb.Issue, len(is))
 	for i, x := range is {
-		out[i] = &pb.Issue{Severity: x.Severity, Code: x.Code, Message: x.Message}
+		out[i] = &pb.Issue{Severity: x.Severity, Code: x.Code, Message: x.Message, Flag: x.Flag}
 	}
 	return out
 }
@@ -292,7 +292,7 @@ func issuesToPB(is []Issue) []*pb.Issue {
 func issuesFromPB(is []*pb.Issue) []Issue {
 	out := make([]Issue, len(is))
 	for i, x := range is {
-		out[i] = Issue{Severity: x.Severity, Code: x.Code, Message: x.Message}
+		out[i] = Issue{Severity: x.Severity, Code: x.Code, Message: x.Message, Flag: x.Flag}
 	}
 	return out
 }
@@ -341,3 +341,25 @@ func attemptFromPB(a *pb.Attempt) Attempt {
 }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }
+
+func flagsToPB(fs []Flag) []*pb.Flag {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]*pb.Flag, len(fs))
+	for i, f := range fs {
+		out[i] = &pb.Flag{Name: f.Name, Reason: f.Reason}
+	}
+	return out
+}
+
+func flagsFromPB(fs []*pb.Flag) []Flag {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]Flag, len(fs))
+	for i, f := range fs {
+		out[i] = Flag{Name: f.Name, Reason: f.Reason}
+	}
+	return out
+}

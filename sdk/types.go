@@ -25,6 +25,9 @@ const (
 	ClassReference     = "reference_error"
 	ClassHarness       = "harness_error"
 	ClassInterrupted   = "interrupted"
+	// ClassRejected is set by the host, not the contract: a backend's static check rejected the
+	// candidate before it was built (the message says which rule and why).
+	ClassRejected = "rejected"
 )
 
 // Verdicts. VerdictError means the harness or the task failed: no verdict about the kernel.
@@ -120,9 +123,11 @@ type Result struct {
 	Compile     *CompileResult `json:"compile,omitempty"`
 	// ModelCompileS is, for a baseline in a torch.compile mode, the seconds its first call took
 	// (tracing, code generation, autotuning): spent before any trial, never timed.
-	ModelCompileS float64   `json:"model_compile_s,omitempty"`
-	StartedAt     time.Time `json:"started_at"`
-	FinishedAt    time.Time `json:"finished_at"`
+	ModelCompileS float64 `json:"model_compile_s,omitempty"`
+	// Flags are remarks that never change the verdict (see Flag).
+	Flags      []Flag    `json:"flags,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
 }
 
 // CompileResult is the outcome of the compile phase (importing the candidate on the CPU side).

@@ -959,6 +959,9 @@ type Result struct {
 	// Baselines in a torch.compile mode: seconds the first call took (tracing, code generation,
 	// autotuning), spent before any trial and kept out of every timing.
 	ModelCompileS float64 `protobuf:"fixed64,21,opt,name=model_compile_s,json=modelCompileS,proto3" json:"model_compile_s,omitempty"`
+	// Remarks on a result that do not change its verdict (torch_delegation, no_custom_kernel,
+	// precision_downcast, ...): fast_p can leave flagged results out.
+	Flags         []*Flag `protobuf:"bytes,22,rep,name=flags,proto3" json:"flags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1140,6 +1143,66 @@ func (x *Result) GetModelCompileS() float64 {
 	return 0
 }
 
+func (x *Result) GetFlags() []*Flag {
+	if x != nil {
+		return x.Flags
+	}
+	return nil
+}
+
+// A stable name with the reason it applies to one result.
+type Flag struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Flag) Reset() {
+	*x = Flag{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Flag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Flag) ProtoMessage() {}
+
+func (x *Flag) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Flag.ProtoReflect.Descriptor instead.
+func (*Flag) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Flag) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Flag) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type Validation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -1155,7 +1218,7 @@ type Validation struct {
 
 func (x *Validation) Reset() {
 	*x = Validation{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1230,7 @@ func (x *Validation) String() string {
 func (*Validation) ProtoMessage() {}
 
 func (x *Validation) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1243,7 @@ func (x *Validation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Validation.ProtoReflect.Descriptor instead.
 func (*Validation) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{10}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Validation) GetTaskId() string {
@@ -1243,7 +1306,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1318,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1331,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{11}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -1298,7 +1361,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1373,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1386,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Hardware) GetTarget() string {
@@ -1369,7 +1432,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1444,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1457,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Device) GetName() string {
@@ -1460,7 +1523,7 @@ type BuildRecipe struct {
 
 func (x *BuildRecipe) Reset() {
 	*x = BuildRecipe{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1535,7 @@ func (x *BuildRecipe) String() string {
 func (*BuildRecipe) ProtoMessage() {}
 
 func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1548,7 @@ func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRecipe.ProtoReflect.Descriptor instead.
 func (*BuildRecipe) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BuildRecipe) GetEnv() map[string]string {
@@ -1529,13 +1592,14 @@ type Issue struct {
 	Severity      string                 `protobuf:"bytes,1,opt,name=severity,proto3" json:"severity,omitempty"` // error, warning
 	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Flag          string                 `protobuf:"bytes,4,opt,name=flag,proto3" json:"flag,omitempty"` // the result flag this finding raises, if any (e.g. torch_delegation)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Issue) Reset() {
 	*x = Issue{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1611,7 @@ func (x *Issue) String() string {
 func (*Issue) ProtoMessage() {}
 
 func (x *Issue) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1624,7 @@ func (x *Issue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Issue.ProtoReflect.Descriptor instead.
 func (*Issue) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Issue) GetSeverity() string {
@@ -1580,6 +1644,13 @@ func (x *Issue) GetCode() string {
 func (x *Issue) GetMessage() string {
 	if x != nil {
 		return x.Message
+	}
+	return ""
+}
+
+func (x *Issue) GetFlag() string {
+	if x != nil {
+		return x.Flag
 	}
 	return ""
 }
@@ -1687,7 +1758,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"cache_hits\x18\a \x01(\x05R\tcacheHits\x12\x1f\n" +
 	"\vduration_ns\x18\b \x01(\x03R\n" +
-	"durationNs\"\xf4\x06\n" +
+	"durationNs\"\xa6\a\n" +
 	"\x06Result\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12.\n" +
 	"\x04task\x18\x02 \x01(\v2\x1a.kbplatform.plugin.v1.TaskR\x04task\x124\n" +
@@ -1713,7 +1784,11 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"started_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12&\n" +
-	"\x0fmodel_compile_s\x18\x15 \x01(\x01R\rmodelCompileS\"\xad\x01\n" +
+	"\x0fmodel_compile_s\x18\x15 \x01(\x01R\rmodelCompileS\x120\n" +
+	"\x05flags\x18\x16 \x03(\v2\x1a.kbplatform.plugin.v1.FlagR\x05flags\"2\n" +
+	"\x04Flag\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xad\x01\n" +
 	"\n" +
 	"Validation\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
@@ -1748,11 +1823,12 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\aldflags\x18\x05 \x03(\tR\aldflags\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Q\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"e\n" +
 	"\x05Issue\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessageBFZDgithub.com/kbplatform/kbplatform/proto/kbplatform/plugin/v1;pluginv1b\x06proto3"
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x12\n" +
+	"\x04flag\x18\x04 \x01(\tR\x04flagBFZDgithub.com/kbplatform/kbplatform/proto/kbplatform/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_kbplatform_plugin_v1_common_proto_rawDescOnce sync.Once
@@ -1766,7 +1842,7 @@ func file_kbplatform_plugin_v1_common_proto_rawDescGZIP() []byte {
 	return file_kbplatform_plugin_v1_common_proto_rawDescData
 }
 
-var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Task)(nil),                  // 0: kbplatform.plugin.v1.Task
 	(*Tolerance)(nil),             // 1: kbplatform.plugin.v1.Tolerance
@@ -1778,15 +1854,16 @@ var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Mismatch)(nil),              // 7: kbplatform.plugin.v1.Mismatch
 	(*CompileResult)(nil),         // 8: kbplatform.plugin.v1.CompileResult
 	(*Result)(nil),                // 9: kbplatform.plugin.v1.Result
-	(*Validation)(nil),            // 10: kbplatform.plugin.v1.Validation
-	(*ChatMessage)(nil),           // 11: kbplatform.plugin.v1.ChatMessage
-	(*Hardware)(nil),              // 12: kbplatform.plugin.v1.Hardware
-	(*Device)(nil),                // 13: kbplatform.plugin.v1.Device
-	(*BuildRecipe)(nil),           // 14: kbplatform.plugin.v1.BuildRecipe
-	(*Issue)(nil),                 // 15: kbplatform.plugin.v1.Issue
-	nil,                           // 16: kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*Flag)(nil),                  // 10: kbplatform.plugin.v1.Flag
+	(*Validation)(nil),            // 11: kbplatform.plugin.v1.Validation
+	(*ChatMessage)(nil),           // 12: kbplatform.plugin.v1.ChatMessage
+	(*Hardware)(nil),              // 13: kbplatform.plugin.v1.Hardware
+	(*Device)(nil),                // 14: kbplatform.plugin.v1.Device
+	(*BuildRecipe)(nil),           // 15: kbplatform.plugin.v1.BuildRecipe
+	(*Issue)(nil),                 // 16: kbplatform.plugin.v1.Issue
+	nil,                           // 17: kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	(*structpb.Struct)(nil),       // 18: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 }
 var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	1,  // 0: kbplatform.plugin.v1.Task.tolerance:type_name -> kbplatform.plugin.v1.Tolerance
@@ -1795,25 +1872,26 @@ var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	4,  // 3: kbplatform.plugin.v1.Timing.candidate_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 4: kbplatform.plugin.v1.Timing.reference_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 5: kbplatform.plugin.v1.Timing.overhead:type_name -> kbplatform.plugin.v1.Stats
-	17, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
+	18, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
 	0,  // 7: kbplatform.plugin.v1.Result.task:type_name -> kbplatform.plugin.v1.Task
 	2,  // 8: kbplatform.plugin.v1.Result.kernel:type_name -> kbplatform.plugin.v1.Kernel
 	6,  // 9: kbplatform.plugin.v1.Result.trials:type_name -> kbplatform.plugin.v1.Trial
 	7,  // 10: kbplatform.plugin.v1.Result.mismatch:type_name -> kbplatform.plugin.v1.Mismatch
 	5,  // 11: kbplatform.plugin.v1.Result.timing:type_name -> kbplatform.plugin.v1.Timing
-	17, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
+	18, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
 	3,  // 13: kbplatform.plugin.v1.Result.config:type_name -> kbplatform.plugin.v1.ContractConfig
 	8,  // 14: kbplatform.plugin.v1.Result.compile:type_name -> kbplatform.plugin.v1.CompileResult
-	18, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
-	18, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	13, // 17: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
-	17, // 18: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
-	16, // 19: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	19, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
+	19, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	10, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
+	14, // 18: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
+	18, // 19: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
+	17, // 20: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_kbplatform_plugin_v1_common_proto_init() }
@@ -1828,7 +1906,7 @@ func file_kbplatform_plugin_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kbplatform_plugin_v1_common_proto_rawDesc), len(file_kbplatform_plugin_v1_common_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
