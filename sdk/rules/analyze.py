@@ -433,7 +433,7 @@ def candidate_facts(source, ref_ops):
         if isinstance(node, ast.Call):
             for v in list(node.args) + [k.value for k in node.keywords]:
                 vd = mod.dotted(v) if isinstance(v, (ast.Attribute, ast.Name)) else None
-                if vd and vd.startswith("torch.") and vd.split(".")[-1] in LOW_PRECISION:
+                if vd and vd.startswith(("torch.", "triton.language.")) and vd.split(".")[-1] in LOW_PRECISION:
                     facts["downcasts"].append("%s at line %d" % (vd, line))
             if d and ("autocast" in d or d == "torch.set_float32_matmul_precision"):
                 facts["downcasts"].append("%s at line %d" % (d, line))
