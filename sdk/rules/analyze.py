@@ -50,6 +50,11 @@ NOT_OPS = ("torch.nn.init.", "torch.nn.parameter", "torch.utils.",
            "torch.library.", "torch.distributed.", "torch.compiler.", "torch._dynamo.",
            "torch.nn.utils.", "torch.nn.modules.")
 
+# Names under torch that are types, constants or layouts, never operators.
+NOT_AN_OP = re.compile(r"(u?int\d*|float\d*|float8.*|bfloat16|half|double|long|short|bool|complex\d*|cfloat|cdouble|"
+                       r"size|tensor|device|dtype|layout|generator|pi|inf|nan|e|strided|contiguousformat|channelslast.*|"
+                       r"preserveformat|sparse.*|qint.*|quint.*)$")
+
 LOW_PRECISION = ("float16", "bfloat16", "half", "float8")
 
 CPP_TORCH_CALL = re.compile(r"\b(?:torch|at)::(?:native::)?([a-z_0-9]+)\s*\(")
@@ -154,7 +159,7 @@ def torch_op(dotted):
             if "." in rest or not rest:
                 return None
             op = norm(rest.rstrip("_") if not rest.startswith("__") else rest)
-            return None if op in BOOKKEEPING else op
+            return None if op in BOOKKEEPING or NOT_AN_OP.match(op) else op
     return None
 
 
@@ -199,13 +204,17 @@ class Walker:
         if id(fn) in self.seen:
             return
         self.seen.add(id(fn))
-        handlers = set()
+        handlers, inner = set(), set()
         for node in ast.walk(fn):
             if isinstance(node, ast.ExceptHandler):
                 for sub in ast.walk(node):
                     handlers.add(id(sub))
+            if isinstance(node, ast.Attribute):
+                inner.add(id(node.value))  # torch.nn in torch.nn.functional.gelu names no operator
         for node in ast.walk(fn):
             in_handler = id(node) in handlers
+            if id(node) in inner:
+                continue
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                 self.reach("matmul", "the @ operator at line %d" % lineof(node), in_handler)
             if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(getattr(node, "ctx", None), ast.Load):
@@ -259,6 +268,9 @@ class Walker:
         value = self.mod.attrs.get((owner, attr))
         if value is None:
             return
+        # nn.Conv1d(...).to(torch.bfloat16), .cuda(), .eval(): the module is the innermost call.
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Call):
+            value = value.func.value
         target = value.func if isinstance(value, ast.Call) else value
         d = self.mod.dotted(target)
         if isinstance(value, ast.Lambda):
