@@ -100,7 +100,7 @@ func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) 
 	src, err := p.Extract(ctx, reply)
 	switch {
 	case errors.Is(err, sdk.ErrNoCode):
-		attempt.Note = "no code in the reply"
+		attempt.Note = err.Error() // a generation failure, with what the reply had instead
 		res.Note = attempt.Note
 	case err != nil:
 		return nil, fmt.Errorf("extract: %w", err)
