@@ -244,6 +244,13 @@ class Walker:
                         self.dynamic.append("getattr(%s, <computed name>) at line %d" % (base, lineof(node)))
             if isinstance(f, ast.Attribute):
                 recv = f.value
+                if isinstance(recv, ast.Call) and getattr(recv.func, "id", None) == "super" and owner:
+                    # super().forward(x): the base class's method, when the file defines the base.
+                    for base in self.mod.classes[owner].bases if owner in self.mod.classes else []:
+                        b = self.mod.classes.get(getattr(base, "id", ""))
+                        if b is not None:
+                            self.visit_method(b, f.attr)
+                    continue
                 if isinstance(recv, ast.Name) and recv.id == "self" and owner:
                     cls = self.mod.classes.get(owner)
                     if cls is not None and self.visit_method(cls, f.attr):
@@ -278,6 +285,16 @@ class Walker:
             return
         if isinstance(value, ast.Call) and isinstance(target, ast.Name) and target.id in self.mod.classes:
             self.visit_class_call(target.id)
+            return
+        if d and d.rsplit(".", 1)[-1] in ("Sequential", "ModuleList") and isinstance(value, ast.Call):
+            # The modules a container is built from run when it does.
+            for arg in value.args:
+                inner = arg.func if isinstance(arg, ast.Call) else arg
+                if isinstance(arg, ast.Call) and isinstance(inner, ast.Name) and inner.id in self.mod.classes:
+                    self.visit_class_call(inner.id)
+                op = torch_op(self.mod.dotted(inner))
+                if op:
+                    self.reach(op, "self.%s (%s in a %s) called at line %d" % (attr, self.mod.dotted(inner), d.rsplit(".", 1)[-1], lineof(call)), in_handler)
             return
         op = torch_op(d)
         if op:

@@ -69,6 +69,8 @@ func TestReachedOps(t *testing.T) {
 		{"a lambda stored on self", "return self.fn(x)", "", "softmax"},
 		{"an autograd Function", "return Fn.apply(x)", "class Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return torch.relu(x)\n", "relu"},
 		{"a tensor method", "return x.softmax(dim=1)", "", "softmax"},
+		{"a Sequential built in __init__", "return self.seq(x)", "", "conv"},
+		{"the reference's own forward through super()", "return super().forward(x)", "", "relu"},
 		{"the @ operator", "return x @ x", "", "matmul"},
 		{"aten through torch.ops", "return torch.ops.aten.relu.default(x)", "", "relu"},
 		{"at:: inside the extension", "return _ext2.f(x)", "_ext2 = load_inline(name='g', cpp_sources='torch::Tensor f(torch::Tensor x) { return at::softmax(x, 1); }', functions=['f'])\n", "softmax"},
@@ -77,10 +79,16 @@ func TestReachedOps(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			src := header + c.extra + `
 
-class ModelNew(nn.Module):
+class Base(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+class ModelNew(Base):
     def __init__(self, c):
         super().__init__()
         self.conv = nn.Conv2d(c, c, 3)
+        self.seq = nn.Sequential(nn.Conv2d(c, c, 3), nn.ReLU())
         self.act = torch.relu
         self.fn = lambda x: torch.softmax(x, 1)
 
