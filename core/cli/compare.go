@@ -50,7 +50,7 @@ func backendRefs(p pluginSetting, cfg json.RawMessage) ([]study.PluginRef, error
 		delete(byName, short)
 	}
 	for k := range byName {
-		return nil, fmt.Errorf("backend settings for %q, which is not among the backends (%s)", k, strings.Join(names, ", "))
+		return nil, fmt.Errorf("backend settings for %q, which is not among the backends (%s): with several backends, settings are an object by backend name", k, strings.Join(names, ", "))
 	}
 	return out, nil
 }
