@@ -150,7 +150,7 @@ func resultToPB(r *Result) *pb.Result {
 	out := &pb.Result{Contract: r.Contract, Task: t, Kernel: k, Device: r.Device, Verdict: r.Verdict,
 		ErrorClass: r.ErrorClass, Phase: r.Phase, Message: r.Message, Traceback: r.Traceback, Log: r.Log,
 		Tampered: r.Tampered, Warnings: r.Warnings, Fingerprint: structToPB(r.Fingerprint), Config: configToPB(r.Config),
-		Compile: compileToPB(r.Compile), ModelCompileS: r.ModelCompileS}
+		Compile: compileToPB(r.Compile), ModelCompileS: r.ModelCompileS, Flags: flagsToPB(r.Flags)}
 	if ph := r.Phases; ph != nil {
 		out.Phases = &pb.Phases{WaitDeviceS: ph.WaitDevice, CandidateStartS: ph.CandidateStart, ReferenceReadyS: ph.ReferenceReady,
 			LoadS: ph.Load, TrialsS: ph.Trials, TimingS: ph.Timing, RechecksS: ph.Rechecks, GpuWorkS: ph.GPUWork, TotalS: ph.Total}
@@ -190,7 +190,7 @@ func resultFromPB(p *pb.Result) *Result {
 	r := &Result{Contract: p.Contract, Task: taskFromPB(p.Task), Kernel: kernelFromPB(p.Kernel), Device: p.Device,
 		Verdict: p.Verdict, ErrorClass: p.ErrorClass, Phase: p.Phase, Message: p.Message, Traceback: p.Traceback, Log: p.Log,
 		Tampered: p.Tampered, Warnings: p.Warnings, Config: configFromPB(p.Config), Compile: compileFromPB(p.Compile),
-		ModelCompileS: p.ModelCompileS}
+		ModelCompileS: p.ModelCompileS, Flags: flagsFromPB(p.Flags)}
 	if ph := p.Phases; ph != nil {
 		r.Phases = &Phases{WaitDevice: ph.WaitDeviceS, CandidateStart: ph.CandidateStartS, ReferenceReady: ph.ReferenceReadyS,
 			Load: ph.LoadS, Trials: ph.TrialsS, Timing: ph.TimingS, Rechecks: ph.RechecksS, GPUWork: ph.GpuWorkS, Total: ph.TotalS}
@@ -300,7 +300,7 @@ func recipeFromPB(r *pb.BuildRecipe) *BuildRecipe {
 func issuesToPB(is []Issue) []*pb.Issue {
 	out := make([]*pb.Issue, len(is))
 	for i, x := range is {
-		out[i] = &pb.Issue{Severity: x.Severity, Code: x.Code, Message: x.Message}
+		out[i] = &pb.Issue{Severity: x.Severity, Code: x.Code, Message: x.Message, Flag: x.Flag}
 	}
 	return out
 }
@@ -308,7 +308,7 @@ func issuesToPB(is []Issue) []*pb.Issue {
 func issuesFromPB(is []*pb.Issue) []Issue {
 	out := make([]Issue, len(is))
 	for i, x := range is {
-		out[i] = Issue{Severity: x.Severity, Code: x.Code, Message: x.Message}
+		out[i] = Issue{Severity: x.Severity, Code: x.Code, Message: x.Message, Flag: x.Flag}
 	}
 	return out
 }
@@ -357,3 +357,25 @@ func attemptFromPB(a *pb.Attempt) Attempt {
 }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }
+
+func flagsToPB(fs []Flag) []*pb.Flag {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]*pb.Flag, len(fs))
+	for i, f := range fs {
+		out[i] = &pb.Flag{Name: f.Name, Reason: f.Reason}
+	}
+	return out
+}
+
+func flagsFromPB(fs []*pb.Flag) []Flag {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]Flag, len(fs))
+	for i, f := range fs {
+		out[i] = Flag{Name: f.Name, Reason: f.Reason}
+	}
+	return out
+}

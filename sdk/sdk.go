@@ -155,11 +155,13 @@ type BuildRecipe struct {
 	LDFlags      []string          `json:"ldflags,omitempty"`
 }
 
-// Issue is a static-check finding.
+// Issue is a static-check finding. An error rejects the candidate before it is built; a warning
+// is recorded with the evaluation. Flag names the result flag the finding raises, if any.
 type Issue struct {
 	Severity string `json:"severity"` // error, warning
 	Code     string `json:"code"`
 	Message  string `json:"message"`
+	Flag     string `json:"flag,omitempty"`
 }
 
 // Severities.
@@ -173,7 +175,14 @@ const (
 	VariantOneShot       = "one-shot"
 	VariantFewShot       = "few-shot"
 	VariantHardwareAware = "hardware-aware"
+	// VariantChainOfThought asks the model to reason about the task before it writes code.
+	VariantChainOfThought = "chain-of-thought"
 )
+
+// Variants lists the prompt variants in the order they are documented.
+func Variants() []string {
+	return []string{VariantOneShot, VariantFewShot, VariantHardwareAware, VariantChainOfThought}
+}
 
 // PromptRequest asks a backend for the conversation that requests a kernel for a task.
 type PromptRequest struct {

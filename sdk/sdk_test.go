@@ -103,6 +103,7 @@ func TestResultRoundTrip(t *testing.T) {
 		Kernel:   sdk.Kernel{Hash: "kh", Name: "k.py"},
 		Device:   "cuda:0", Verdict: sdk.Fail, ErrorClass: sdk.ClassMismatch, Phase: "correctness", Message: "wrong", Traceback: "tb", Log: "log",
 		Tampered: []string{"torch.allclose replaced"}, Warnings: []string{"noisy"},
+		Flags:  []sdk.Flag{{Name: sdk.FlagTorchDelegation, Reason: "forward calls torch.relu"}, {Name: sdk.FlagNoCustomKernel, Reason: "no kernel ran"}},
 		Trials: []sdk.Trial{{Seed: 7, Dist: "large", OK: false, Kind: "values", Message: "m", Repeated: true, Consistent: &consistent, InputChanged: []int{0, 2}}},
 		Mismatch: &sdk.Mismatch{Phase: "correctness", Seed: 7, Dist: "large", Call: 3, Kind: "values", Message: "m",
 			Detail: map[string]any{"wrong": 3.0, "first_wrong_index": []any{1.0, 2.0}, "pattern": map[string]any{"kind": "rows"}}},

@@ -25,6 +25,9 @@ const (
 	ClassReference     = "reference_error"
 	ClassHarness       = "harness_error"
 	ClassInterrupted   = "interrupted"
+	// ClassRejected is set by the host, not the contract: a backend's static check rejected the
+	// candidate before it was built (the message says which rule and why).
+	ClassRejected = "rejected"
 	// ClassResource (verdict error): the task does not fit the device next to the harness, or
 	// the reference ran out of device memory. Decided before any candidate code runs.
 	ClassResource = "resource"
@@ -124,6 +127,8 @@ type Result struct {
 	// ModelCompileS is, for a baseline in a torch.compile mode, the seconds its first call took
 	// (tracing, code generation, autotuning): spent before any trial, never timed.
 	ModelCompileS float64 `json:"model_compile_s,omitempty"`
+	// Flags are remarks that never change the verdict (see Flag).
+	Flags []Flag `json:"flags,omitempty"`
 	// Phases says where the evaluation's wall time went; Memory what it held on the device.
 	Phases     *Phases    `json:"phases,omitempty"`
 	Memory     *MemoryUse `json:"memory,omitempty"`

@@ -98,7 +98,7 @@ shows the platform's timing noise. Results are stored per task, size, platform f
 						b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
 					}
 					if res.Fingerprint != nil {
-						rec, err := a.storeResult(st, res, res.Kernel)
+						rec, err := a.storeResult(st, res, res.Kernel, nil)
 						if err != nil {
 							return err
 						}

@@ -16,13 +16,16 @@ import (
 	"github.com/kbplatform/kbplatform/core/contract"
 	"github.com/kbplatform/kbplatform/core/pipeline"
 	"github.com/kbplatform/kbplatform/core/store"
+	"github.com/kbplatform/kbplatform/core/study"
 	"github.com/kbplatform/kbplatform/examples/kernels"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 func (a *app) evalCmd() *cobra.Command {
 	var taskID string
 	var kernelFiles []string
 	var examples, asJSON bool
+	var backend string
 	cmd := &cobra.Command{
 		Use:   "eval --task ID --kernel FILE | eval --examples",
 		Short: "Evaluate candidate kernels with the contract and store the verdicts",
@@ -90,9 +93,32 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: k, Device: device})
 				}
 			}
-			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
+			// Static checks first: a rejected kernel is stored as such and never built; the others
+			// carry their findings and flags into their records.
+			scr := a.newScreener(pm)
 			var stored []*store.Evaluation
 			failed := 0
+			var run []pipeline.Job
+			var runIssues [][]sdk.Issue
+			for _, j := range jobs {
+				b := backend
+				if b == "" && examples {
+					b = j.Label
+				}
+				issues := scr.check(b, j.Task, j.Kernel)
+				if study.Rejection(issues) == "" {
+					run, runIssues = append(run, j), append(runIssues, issues)
+					continue
+				}
+				rec, err := a.storeResult(st, study.Rejected(j.Task, j.Kernel, j.Device, issues), j.Kernel, issues)
+				if err != nil {
+					return fmt.Errorf("storing results: %w", err)
+				}
+				stored = append(stored, rec)
+				failed++
+			}
+			jobs = run
+			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
 			ev := pipeline.Target{Target: target.Target(), Config: a.cfg.Contract, Progress: a.progressSince(time.Now())}
 			runner := &pipeline.Runner{Eval: ev, CompileWorkers: a.cfg.CompileWorkers}
 			var storeErr error
@@ -102,7 +128,8 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 					interrupted++ // says nothing about the kernel: not stored
 					return
 				}
-				rec, err := a.storeResult(st, o.Result, o.Job.Kernel)
+				study.ApplyFlags(o.Result, runIssues[o.Index])
+				rec, err := a.storeResult(st, o.Result, o.Job.Kernel, runIssues[o.Index])
 				if err != nil && storeErr == nil {
 					storeErr = err
 				}
@@ -147,6 +174,7 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate file defining ModelNew (repeatable)")
 	cmd.Flags().BoolVar(&examples, "examples", false, "evaluate the bundled example kernels that run on the device")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored record(s) as JSON")
+	cmd.Flags().StringVar(&backend, "backend", "", "backend whose static checks to run (cpp, cuda, triton, cutlass; default: guessed from each file)")
 	addContractFlags(cmd)
 	return cmd
 }
@@ -165,11 +193,11 @@ func readKernel(path string) (contract.Kernel, error) {
 }
 
 // storeResult writes the kernel and the evaluation; the record is durable when this returns.
-func (a *app) storeResult(st *store.Store, res *contract.Result, k contract.Kernel) (*store.Evaluation, error) {
+func (a *app) storeResult(st *store.Store, res *contract.Result, k contract.Kernel, issues []sdk.Issue) (*store.Evaluation, error) {
 	if err := st.PutKernel(store.KernelRecord{Hash: k.Hash, Source: k.Source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
 		return &store.Evaluation{Result: res}, err
 	}
-	ev := &store.Evaluation{Target: a.v.GetString("target") + "/" + res.Device, Result: res}
+	ev := &store.Evaluation{Target: a.v.GetString("target") + "/" + res.Device, Result: res, Issues: issues}
 	return ev, st.PutEvaluation(ev)
 }
 
@@ -179,6 +207,8 @@ func shortVerdict(r *contract.Result) string {
 		return fmt.Sprintf("PASS %.2fx (%.4f ms vs eager %.4f ms)", r.Timing.Speedup, r.Timing.Candidate.Median, r.Timing.Reference.Median)
 	case r.Verdict == contract.Pass:
 		return "PASS"
+	case r.ErrorClass == sdk.ClassRejected:
+		return "FAIL rejected by static checks"
 	case r.Verdict == contract.VerdictError:
 		return "ERROR " + r.ErrorClass
 	}
@@ -219,6 +249,9 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 	default:
 		fmt.Fprintf(w, "verdict   FAIL — %s during %s\n", r.ErrorClass, r.Phase)
 	}
+	for _, f := range r.Flags {
+		fmt.Fprintf(w, "flag      %s — %s\n", f.Name, firstLines(f.Reason, 1, 160)[0])
+	}
 	if r.Message != "" {
 		for i, l := range firstLines(r.Message, 24, 160) {
 			if i == 0 {
@@ -242,6 +275,11 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "warning   %s\n", warn)
+	}
+	for _, is := range ev.Issues {
+		if is.Severity != sdk.SeverityError { // errors are the message of a rejection already
+			fmt.Fprintf(w, "static    %s: %s\n", is.Code, firstLines(is.Message, 1, 160)[0])
+		}
 	}
 	if ev.ID != "" {
 		fmt.Fprintf(w, "stored    %s (kbplatform results show %s)\n", ev.ID, ev.ID[:12])
@@ -286,6 +324,9 @@ func renderTable(w io.Writer, evs []*store.Evaluation) {
 		verdict := strings.ToUpper(r.Verdict)
 		if r.ErrorClass != "" {
 			verdict += " " + r.ErrorClass
+		}
+		for _, f := range r.Flags {
+			verdict += " [" + f.Name + "]"
 		}
 		id := "-"
 		if len(ev.ID) >= 12 {

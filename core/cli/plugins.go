@@ -15,6 +15,9 @@ import (
 
 	"github.com/kbplatform/kbplatform/core/plugins"
 	"github.com/kbplatform/kbplatform/plugins/backends/cpp"
+	"github.com/kbplatform/kbplatform/plugins/backends/cuda"
+	"github.com/kbplatform/kbplatform/plugins/backends/cutlass"
+	"github.com/kbplatform/kbplatform/plugins/backends/triton"
 	"github.com/kbplatform/kbplatform/plugins/models/replay"
 	"github.com/kbplatform/kbplatform/plugins/strategies/oneshot"
 	"github.com/kbplatform/kbplatform/plugins/targets/local"
@@ -26,6 +29,9 @@ import (
 var builtins = map[string]func() sdk.Plugin{
 	"target/local":     func() sdk.Plugin { return local.New() },
 	"backend/cpp":      func() sdk.Plugin { return cpp.New() },
+	"backend/cuda":     func() sdk.Plugin { return cuda.New() },
+	"backend/triton":   func() sdk.Plugin { return triton.New() },
+	"backend/cutlass":  func() sdk.Plugin { return cutlass.New() },
 	"strategy/oneshot": func() sdk.Plugin { return oneshot.New() },
 	"model/replay":     func() sdk.Plugin { return replay.New() },
 }

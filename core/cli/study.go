@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kbplatform/kbplatform/core/registry"
+	"github.com/kbplatform/kbplatform/core/store"
 	"github.com/kbplatform/kbplatform/core/study"
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -58,7 +59,7 @@ func (p pluginSetting) ref(kind, def string, cfg json.RawMessage) study.PluginRe
 
 func (a *app) studyRunCmd() *cobra.Command {
 	var file, name, model, backend, strategy, modelCfg, backendCfg, strategyCfg string
-	var tasks []string
+	var tasks, excludeFlags []string
 	var level, gens, evals int
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -162,31 +163,58 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if targetRef.Ref == "target/local" && targetRef.Config == nil {
 				targetRef.Config = a.targetConfig()
 			}
-			spec := study.Spec{
-				Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
-				Model:    f.Model.ref("model", "", mc),
-				Backend:  f.Backend.ref("backend", "cpp", bc),
-				Strategy: f.Strategy.ref("strategy", "oneshot", sc),
-				Target:   targetRef,
-			}
-			a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
-			start := time.Now()
-			rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm, Progress: func(m string) {
-				a.progress("%5.1fs %s", time.Since(start).Seconds(), m)
-			}})
-			if rep != nil {
-				if asJSON {
-					_ = printJSON(a.out, rep)
-				} else {
-					renderStudy(a.out, rep)
-				}
-			}
+			backends, err := backendRefs(f.Backend, bc)
 			if err != nil {
 				return err
 			}
-			for _, o := range rep.Outcomes {
-				if o.Error != "" {
-					return exitError{code: 3, msg: "some tasks did not finish; run the same study again to retry them"}
+			var reports []*study.Report
+			var runErr error
+			for _, backendRef := range backends {
+				spec := study.Spec{
+					Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
+					Model:    f.Model.ref("model", "", mc),
+					Backend:  backendRef,
+					Strategy: f.Strategy.ref("strategy", "oneshot", sc),
+					Target:   targetRef,
+				}
+				a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
+				start := time.Now()
+				rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm, Progress: func(m string) {
+					a.progress("%5.1fs %s", time.Since(start).Seconds(), m)
+				}})
+				if rep != nil && len(excludeFlags) > 0 {
+					rep.ExcludeFlags = excludeFlags
+					if serr := study.Summarize(st, rep); serr != nil && err == nil {
+						err = serr
+					}
+				}
+				if rep != nil {
+					reports = append(reports, rep)
+				}
+				if err != nil {
+					runErr = fmt.Errorf("%s: %w", backendRef.Ref, err)
+					break
+				}
+			}
+			switch {
+			case len(reports) == 0:
+			case asJSON && len(backends) == 1:
+				_ = printJSON(a.out, reports[0])
+			case asJSON:
+				_ = printJSON(a.out, reports)
+			case len(reports) == 1:
+				renderStudy(a.out, reports[0])
+			default:
+				renderComparison(a.out, reports)
+			}
+			if runErr != nil {
+				return runErr
+			}
+			for _, rep := range reports {
+				for _, o := range rep.Outcomes {
+					if o.Error != "" {
+						return exitError{code: 3, msg: "some tasks did not finish; run the same study again to retry them"}
+					}
 				}
 			}
 			return nil
@@ -198,10 +226,11 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.StringSliceVar(&tasks, "tasks", nil, "task ids")
 	f.IntVar(&level, "level", 0, "all suite tasks of a level")
 	f.StringVar(&model, "model", "", "model plugin (e.g. replay)")
-	f.StringVar(&backend, "backend", "", "backend plugin (default cpp)")
+	f.StringVar(&backend, "backend", "", "backend plugin, or several separated by commas for a side-by-side comparison (default cpp)")
 	f.StringVar(&strategy, "strategy", "", "strategy plugin (default oneshot)")
 	f.StringVar(&modelCfg, "model-config", "", "model settings as JSON")
-	f.StringVar(&backendCfg, "backend-config", "", "backend settings as JSON")
+	f.StringVar(&backendCfg, "backend-config", "", `backend settings as JSON; with several backends, an object by backend name ({"cutlass": {...}})`)
+	f.StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p (repeatable: torch_delegation, no_custom_kernel, ...)")
 	f.StringVar(&strategyCfg, "strategy-config", "", "strategy settings as JSON")
 	f.IntVar(&gens, "budget-generations", 0, "model completions per task (0: unlimited)")
 	f.IntVar(&evals, "budget-evaluations", 0, "evaluations per task (0: unlimited)")
@@ -235,6 +264,9 @@ func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 	tw.Flush()
 	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", rep.Study,
 		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), len(rep.Outcomes))
+	if len(rep.ExcludeFlags) > 0 {
+		fmt.Fprintf(w, "results flagged %s are left out\n", strings.Join(rep.ExcludeFlags, ", "))
+	}
 }
 
 func (a *app) studyListCmd() *cobra.Command {
@@ -267,41 +299,57 @@ func (a *app) studyListCmd() *cobra.Command {
 
 func (a *app) studyShowCmd() *cobra.Command {
 	var asJSON bool
+	var excludeFlags []string
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show a study's outcome per task and its fast_p",
-		Args:  cobra.ExactArgs(1),
+		Use:   "show ID [ID...]",
+		Short: "Show a study's outcome per task and its fast_p; several studies side by side",
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.openStore()
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			s, err := st.Study(args[0])
-			if err != nil {
-				return err
+			var reps []*study.Report
+			var studies []*store.Study
+			for _, id := range args {
+				s, err := st.Study(id)
+				if err != nil {
+					return err
+				}
+				var spec study.Spec
+				if err := json.Unmarshal(s.Spec, &spec); err != nil {
+					return err
+				}
+				rep := &study.Report{Study: s.ID, Spec: spec, ExcludeFlags: excludeFlags}
+				for _, t := range spec.Tasks {
+					rep.Outcomes = append(rep.Outcomes, study.TaskOutcome{Task: t})
+				}
+				if err := study.Summarize(st, rep); err != nil {
+					return err
+				}
+				reps = append(reps, rep)
+				studies = append(studies, s)
 			}
-			var spec study.Spec
-			if err := json.Unmarshal(s.Spec, &spec); err != nil {
-				return err
-			}
-			rep := &study.Report{Study: s.ID, Spec: spec}
-			for _, t := range spec.Tasks {
-				rep.Outcomes = append(rep.Outcomes, study.TaskOutcome{Task: t})
-			}
-			if err := study.Summarize(st, rep); err != nil {
-				return err
+			if asJSON && len(reps) == 1 {
+				atts, _ := st.Attempts(reps[0].Study, "")
+				return printJSON(a.out, map[string]any{"report": reps[0], "attempts": atts})
 			}
 			if asJSON {
-				atts, _ := st.Attempts(s.ID, "")
-				return printJSON(a.out, map[string]any{"report": rep, "attempts": atts})
+				return printJSON(a.out, reps)
 			}
+			if len(reps) > 1 {
+				renderComparison(a.out, reps)
+				return nil
+			}
+			s, spec := studies[0], reps[0].Spec
 			fmt.Fprintf(a.out, "study %s %s: %s + %s + %s on %s (%s), budget %d generations / %d evaluations\n", s.ID, s.Name,
 				spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
-			renderStudy(a.out, rep)
+			renderStudy(a.out, reps[0])
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt, for one study)")
+	cmd.Flags().StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p (repeatable)")
 	return cmd
 }

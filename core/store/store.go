@@ -272,6 +272,8 @@ type Evaluation struct {
 	StoredAt time.Time        `json:"stored_at"`
 	Result   *contract.Result `json:"result"`
 	Study    string           `json:"study,omitempty"`
+	// Issues are the backend's static-check findings on the kernel, when a backend checked it.
+	Issues []sdk.Issue `json:"issues,omitempty"`
 }
 
 // UnitKey identifies what an evaluation measured: kernel × task × size × platform × contract.

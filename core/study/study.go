@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,6 +95,9 @@ type Report struct {
 	Study    string        `json:"study"`
 	Spec     Spec          `json:"spec"`
 	Outcomes []TaskOutcome `json:"outcomes"`
+	// ExcludeFlags leaves results carrying any of these flags out of correctness, best speedup
+	// and so fast_p (they stay stored).
+	ExcludeFlags []string `json:"exclude_flags,omitempty"`
 }
 
 // Run executes the study; errors of single tasks are reported in their outcome, not returned.
@@ -186,7 +191,8 @@ func Run(ctx context.Context, spec Spec, d Deps) (*Report, error) {
 	return rep, ctx.Err()
 }
 
-// Summarize fills each outcome's correctness and best speedup from the stored evaluations.
+// Summarize fills each outcome's correctness and best speedup from the stored evaluations, leaving
+// out results flagged with any of rep.ExcludeFlags.
 func Summarize(st *store.Store, rep *Report) error {
 	evs, err := st.StudyEvaluations(rep.Study)
 	if err != nil {
@@ -220,6 +226,9 @@ func Summarize(st *store.Store, rep *Report) error {
 		if !ok || ev.Result.Verdict != sdk.Pass || ev.Result.Timing == nil {
 			continue
 		}
+		if slices.ContainsFunc(rep.ExcludeFlags, ev.Result.HasFlag) {
+			continue
+		}
 		o := &rep.Outcomes[i]
 		o.Correct = true
 		if ev.Result.Timing.Speedup > o.BestSpeedup {
@@ -242,6 +251,13 @@ func FastP(outcomes []TaskOutcome, p float64) float64 {
 		}
 	}
 	return float64(n) / float64(len(outcomes))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // hostPlatform is what any plugin may ask of the host outside a run: stored kernels.
@@ -349,10 +365,18 @@ func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.E
 		label = fmt.Sprintf("evaluation %d", n)
 	}
 	k := sdk.Kernel{Hash: hex.EncodeToString(h[:]), Source: source, Name: fmt.Sprintf("study %s %s: %s", p.study[:8], p.task.ID, label)}
-	res, err := p.target.Evaluate(ctx, sdk.EvaluateRequest{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Recipe: p.recipe},
-		func(m string) { p.progress("    " + m) })
-	if err != nil {
-		return nil, fmt.Errorf("target: %w", err)
+	var res *sdk.Result
+	if Rejection(issues) != "" {
+		// Rejected by the backend's rules: no build, no device time.
+		res = Rejected(p.task, k, p.spec.Device, issues)
+		p.progress("    rejected by static checks: " + firstLine(res.Message))
+	} else {
+		res, err = p.target.Evaluate(ctx, sdk.EvaluateRequest{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Recipe: p.recipe},
+			func(m string) { p.progress("    " + m) })
+		if err != nil {
+			return nil, fmt.Errorf("target: %w", err)
+		}
+		ApplyFlags(res, issues)
 	}
 	res.Task.Source, res.Kernel.Source = p.task.Source, source
 	if res.ErrorClass == sdk.ClassInterrupted {
@@ -361,7 +385,7 @@ func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.E
 	if err := p.store.PutKernel(store.KernelRecord{Hash: k.Hash, Source: source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
 		return nil, err
 	}
-	ev := &store.Evaluation{Target: p.targetName + "/" + p.spec.Device, Result: res, Study: p.study}
+	ev := &store.Evaluation{Target: p.targetName + "/" + p.spec.Device, Result: res, Study: p.study, Issues: issues}
 	if err := p.store.PutEvaluation(ev); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +134,18 @@ def get_init_inputs():
 
 func init() { SampleTask.Hash = hashOf(SampleTask.Source) }
 
+// declaredVariants are the prompt variants a backend lists among its capabilities; one-shot is
+// required of every backend.
+func declaredVariants(info sdk.Info) []string {
+	out := []string{sdk.VariantOneShot}
+	for _, c := range info.Capabilities {
+		if c != sdk.VariantOneShot && slices.Contains(sdk.Variants(), c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // RunBackendConformance checks a backend: prompts that carry the task, extraction, checks, recipe.
 // reply is a model reply in the backend's language whose code the backend must extract.
 func RunBackendConformance(t *testing.T, impl sdk.Backend, config json.RawMessage, reply string) {
@@ -141,7 +154,7 @@ func RunBackendConformance(t *testing.T, impl sdk.Backend, config json.RawMessag
 	b := r.Backend()
 	ctx := context.Background()
 	t.Run("prompt carries the task", func(t *testing.T) {
-		for _, v := range []string{sdk.VariantOneShot, sdk.VariantFewShot, sdk.VariantHardwareAware} {
+		for _, v := range declaredVariants(r.Info()) {
 			msgs, err := b.Prompt(ctx, sdk.PromptRequest{Task: SampleTask, Variant: v, Hardware: &sdk.Hardware{Target: "test", Devices: []sdk.Device{{Name: "cpu", Kind: "cpu"}}}})
 			if err != nil {
 				t.Fatalf("Prompt(%s): %v", v, err)

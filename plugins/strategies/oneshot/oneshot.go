@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -23,7 +25,7 @@ type Settings struct {
 const schema = `{
   "type": "object",
   "properties": {
-    "variant":     {"enum": ["one-shot", "few-shot", "hardware-aware"]},
+    "variant":     {"enum": ["one-shot", "few-shot", "hardware-aware", "chain-of-thought"]},
     "temperature": {"type": "number", "minimum": 0},
     "max_tokens":  {"type": "integer", "minimum": 0}
   },
@@ -52,10 +54,8 @@ func (s *Strategy) Configure(_ context.Context, c sdk.Configuration) error {
 	if err := c.Decode(&set); err != nil {
 		return err
 	}
-	switch set.Variant {
-	case "", sdk.VariantOneShot, sdk.VariantFewShot, sdk.VariantHardwareAware:
-	default:
-		return fmt.Errorf("%w: variant %q", sdk.ErrInvalidConfig, set.Variant)
+	if set.Variant != "" && !slices.Contains(sdk.Variants(), set.Variant) {
+		return fmt.Errorf("%w: variant %q (known: %s)", sdk.ErrInvalidConfig, set.Variant, strings.Join(sdk.Variants(), ", "))
 	}
 	s.s = set
 	return nil
@@ -100,7 +100,7 @@ func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) 
 	src, err := p.Extract(ctx, reply)
 	switch {
 	case errors.Is(err, sdk.ErrNoCode):
-		attempt.Note = "no code in the reply"
+		attempt.Note = err.Error() // a generation failure, with what the reply had instead
 		res.Note = attempt.Note
 	case err != nil:
 		return nil, fmt.Errorf("extract: %w", err)

@@ -26,7 +26,7 @@ const (
 type PromptRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Variant       string                 `protobuf:"bytes,2,opt,name=variant,proto3" json:"variant,omitempty"` // one-shot, few-shot, hardware-aware
+	Variant       string                 `protobuf:"bytes,2,opt,name=variant,proto3" json:"variant,omitempty"` // one-shot, few-shot, hardware-aware, chain-of-thought
 	Hardware      *Hardware              `protobuf:"bytes,3,opt,name=hardware,proto3" json:"hardware,omitempty"`
 	Feedback      string                 `protobuf:"bytes,4,opt,name=feedback,proto3" json:"feedback,omitempty"` // for refinement: what the last attempt got back
 	History       []*ChatMessage         `protobuf:"bytes,5,rep,name=history,proto3" json:"history,omitempty"`

@@ -959,6 +959,9 @@ type Result struct {
 	// Baselines in a torch.compile mode: seconds the first call took (tracing, code generation,
 	// autotuning), spent before any trial and kept out of every timing.
 	ModelCompileS float64 `protobuf:"fixed64,21,opt,name=model_compile_s,json=modelCompileS,proto3" json:"model_compile_s,omitempty"`
+	// Remarks on a result that do not change its verdict (torch_delegation, no_custom_kernel,
+	// precision_downcast, ...): fast_p can leave flagged results out.
+	Flags []*Flag `protobuf:"bytes,22,rep,name=flags,proto3" json:"flags,omitempty"`
 	// Where the evaluation's wall time went, and what it held on the device.
 	Phases        *Phases    `protobuf:"bytes,40,opt,name=phases,proto3" json:"phases,omitempty"`
 	Memory        *MemoryUse `protobuf:"bytes,41,opt,name=memory,proto3" json:"memory,omitempty"`
@@ -1141,6 +1144,13 @@ func (x *Result) GetModelCompileS() float64 {
 		return x.ModelCompileS
 	}
 	return 0
+}
+
+func (x *Result) GetFlags() []*Flag {
+	if x != nil {
+		return x.Flags
+	}
+	return nil
 }
 
 func (x *Result) GetPhases() *Phases {
@@ -1343,6 +1353,59 @@ func (x *MemoryUse) GetDeviceTotalBytes() int64 {
 	return 0
 }
 
+// A stable name with the reason it applies to one result.
+type Flag struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Flag) Reset() {
+	*x = Flag{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Flag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Flag) ProtoMessage() {}
+
+func (x *Flag) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Flag.ProtoReflect.Descriptor instead.
+func (*Flag) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Flag) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Flag) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type Validation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -1358,7 +1421,7 @@ type Validation struct {
 
 func (x *Validation) Reset() {
 	*x = Validation{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1433,7 @@ func (x *Validation) String() string {
 func (*Validation) ProtoMessage() {}
 
 func (x *Validation) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1446,7 @@ func (x *Validation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Validation.ProtoReflect.Descriptor instead.
 func (*Validation) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Validation) GetTaskId() string {
@@ -1446,7 +1509,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1521,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1534,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -1501,7 +1564,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1576,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1589,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Hardware) GetTarget() string {
@@ -1572,7 +1635,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1647,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1660,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Device) GetName() string {
@@ -1663,7 +1726,7 @@ type BuildRecipe struct {
 
 func (x *BuildRecipe) Reset() {
 	*x = BuildRecipe{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1738,7 @@ func (x *BuildRecipe) String() string {
 func (*BuildRecipe) ProtoMessage() {}
 
 func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1751,7 @@ func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRecipe.ProtoReflect.Descriptor instead.
 func (*BuildRecipe) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BuildRecipe) GetEnv() map[string]string {
@@ -1732,13 +1795,14 @@ type Issue struct {
 	Severity      string                 `protobuf:"bytes,1,opt,name=severity,proto3" json:"severity,omitempty"` // error, warning
 	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Flag          string                 `protobuf:"bytes,4,opt,name=flag,proto3" json:"flag,omitempty"` // the result flag this finding raises, if any (e.g. torch_delegation)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Issue) Reset() {
 	*x = Issue{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1814,7 @@ func (x *Issue) String() string {
 func (*Issue) ProtoMessage() {}
 
 func (x *Issue) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1827,7 @@ func (x *Issue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Issue.ProtoReflect.Descriptor instead.
 func (*Issue) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Issue) GetSeverity() string {
@@ -1783,6 +1847,13 @@ func (x *Issue) GetCode() string {
 func (x *Issue) GetMessage() string {
 	if x != nil {
 		return x.Message
+	}
+	return ""
+}
+
+func (x *Issue) GetFlag() string {
+	if x != nil {
+		return x.Flag
 	}
 	return ""
 }
@@ -1890,7 +1961,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"cache_hits\x18\a \x01(\x05R\tcacheHits\x12\x1f\n" +
 	"\vduration_ns\x18\b \x01(\x03R\n" +
-	"durationNs\"\xe3\a\n" +
+	"durationNs\"\x95\b\n" +
 	"\x06Result\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12.\n" +
 	"\x04task\x18\x02 \x01(\v2\x1a.kbplatform.plugin.v1.TaskR\x04task\x124\n" +
@@ -1916,7 +1987,8 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"started_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12&\n" +
-	"\x0fmodel_compile_s\x18\x15 \x01(\x01R\rmodelCompileS\x124\n" +
+	"\x0fmodel_compile_s\x18\x15 \x01(\x01R\rmodelCompileS\x120\n" +
+	"\x05flags\x18\x16 \x03(\v2\x1a.kbplatform.plugin.v1.FlagR\x05flags\x124\n" +
 	"\x06phases\x18( \x01(\v2\x1c.kbplatform.plugin.v1.PhasesR\x06phases\x127\n" +
 	"\x06memory\x18) \x01(\v2\x1f.kbplatform.plugin.v1.MemoryUseR\x06memory\"\xa7\x02\n" +
 	"\x06Phases\x12\"\n" +
@@ -1937,7 +2009,10 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\x14candidate_peak_bytes\x18\x03 \x01(\x03R\x12candidatePeakBytes\x12\x1d\n" +
 	"\n" +
 	"peak_bytes\x18\x04 \x01(\x03R\tpeakBytes\x12,\n" +
-	"\x12device_total_bytes\x18\x05 \x01(\x03R\x10deviceTotalBytes\"\xad\x01\n" +
+	"\x12device_total_bytes\x18\x05 \x01(\x03R\x10deviceTotalBytes\"2\n" +
+	"\x04Flag\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xad\x01\n" +
 	"\n" +
 	"Validation\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
@@ -1972,11 +2047,12 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\aldflags\x18\x05 \x03(\tR\aldflags\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Q\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"e\n" +
 	"\x05Issue\x12\x1a\n" +
 	"\bseverity\x18\x01 \x01(\tR\bseverity\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessageBFZDgithub.com/kbplatform/kbplatform/proto/kbplatform/plugin/v1;pluginv1b\x06proto3"
+	"\amessage\x18\x03 \x01(\tR\amessage\x12\x12\n" +
+	"\x04flag\x18\x04 \x01(\tR\x04flagBFZDgithub.com/kbplatform/kbplatform/proto/kbplatform/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_kbplatform_plugin_v1_common_proto_rawDescOnce sync.Once
@@ -1990,7 +2066,7 @@ func file_kbplatform_plugin_v1_common_proto_rawDescGZIP() []byte {
 	return file_kbplatform_plugin_v1_common_proto_rawDescData
 }
 
-var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Task)(nil),                  // 0: kbplatform.plugin.v1.Task
 	(*Tolerance)(nil),             // 1: kbplatform.plugin.v1.Tolerance
@@ -2004,15 +2080,16 @@ var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Result)(nil),                // 9: kbplatform.plugin.v1.Result
 	(*Phases)(nil),                // 10: kbplatform.plugin.v1.Phases
 	(*MemoryUse)(nil),             // 11: kbplatform.plugin.v1.MemoryUse
-	(*Validation)(nil),            // 12: kbplatform.plugin.v1.Validation
-	(*ChatMessage)(nil),           // 13: kbplatform.plugin.v1.ChatMessage
-	(*Hardware)(nil),              // 14: kbplatform.plugin.v1.Hardware
-	(*Device)(nil),                // 15: kbplatform.plugin.v1.Device
-	(*BuildRecipe)(nil),           // 16: kbplatform.plugin.v1.BuildRecipe
-	(*Issue)(nil),                 // 17: kbplatform.plugin.v1.Issue
-	nil,                           // 18: kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	(*structpb.Struct)(nil),       // 19: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*Flag)(nil),                  // 12: kbplatform.plugin.v1.Flag
+	(*Validation)(nil),            // 13: kbplatform.plugin.v1.Validation
+	(*ChatMessage)(nil),           // 14: kbplatform.plugin.v1.ChatMessage
+	(*Hardware)(nil),              // 15: kbplatform.plugin.v1.Hardware
+	(*Device)(nil),                // 16: kbplatform.plugin.v1.Device
+	(*BuildRecipe)(nil),           // 17: kbplatform.plugin.v1.BuildRecipe
+	(*Issue)(nil),                 // 18: kbplatform.plugin.v1.Issue
+	nil,                           // 19: kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	(*structpb.Struct)(nil),       // 20: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
 }
 var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	1,  // 0: kbplatform.plugin.v1.Task.tolerance:type_name -> kbplatform.plugin.v1.Tolerance
@@ -2021,27 +2098,28 @@ var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	4,  // 3: kbplatform.plugin.v1.Timing.candidate_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 4: kbplatform.plugin.v1.Timing.reference_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 5: kbplatform.plugin.v1.Timing.overhead:type_name -> kbplatform.plugin.v1.Stats
-	19, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
+	20, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
 	0,  // 7: kbplatform.plugin.v1.Result.task:type_name -> kbplatform.plugin.v1.Task
 	2,  // 8: kbplatform.plugin.v1.Result.kernel:type_name -> kbplatform.plugin.v1.Kernel
 	6,  // 9: kbplatform.plugin.v1.Result.trials:type_name -> kbplatform.plugin.v1.Trial
 	7,  // 10: kbplatform.plugin.v1.Result.mismatch:type_name -> kbplatform.plugin.v1.Mismatch
 	5,  // 11: kbplatform.plugin.v1.Result.timing:type_name -> kbplatform.plugin.v1.Timing
-	19, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
+	20, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
 	3,  // 13: kbplatform.plugin.v1.Result.config:type_name -> kbplatform.plugin.v1.ContractConfig
 	8,  // 14: kbplatform.plugin.v1.Result.compile:type_name -> kbplatform.plugin.v1.CompileResult
-	20, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
-	20, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	10, // 17: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
-	11, // 18: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
-	15, // 19: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
-	19, // 20: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
-	18, // 21: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	21, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
+	21, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	12, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
+	10, // 18: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
+	11, // 19: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
+	16, // 20: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
+	20, // 21: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
+	19, // 22: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_kbplatform_plugin_v1_common_proto_init() }
@@ -2056,7 +2134,7 @@ func file_kbplatform_plugin_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kbplatform_plugin_v1_common_proto_rawDesc), len(file_kbplatform_plugin_v1_common_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,36 @@
+package sdk
+
+import "slices"
+
+// Flag is a remark on a result under a stable name, with the reason it applies. A flag never
+// turns a correct result into a failure; reports can leave flagged results out of fast_p
+// (`--exclude-flag NAME`).
+type Flag struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Flag names. Static checks raise FlagTorchDelegation; the contract's runtime evidence raises the
+// others.
+const (
+	// FlagTorchDelegation: the candidate's forward reaches the PyTorch operators it was asked to
+	// replace (directly, through aliases or helpers, or as a fallback).
+	FlagTorchDelegation = "torch_delegation"
+	// FlagNoCustomKernel: no kernel built from the candidate's own source ran during forward.
+	FlagNoCustomKernel = "no_custom_kernel"
+	// FlagPrecisionDowncast: the measured precision is below the task's dtype.
+	FlagPrecisionDowncast = "precision_downcast"
+)
+
+// HasFlag reports whether the result carries the named flag.
+func (r *Result) HasFlag(name string) bool {
+	return r != nil && slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Name == name })
+}
+
+// AddFlag adds a flag unless one of the same name is already there (the first reason stays).
+func (r *Result) AddFlag(f Flag) {
+	if f.Name == "" || r.HasFlag(f.Name) {
+		return
+	}
+	r.Flags = append(r.Flags, f)
+}
