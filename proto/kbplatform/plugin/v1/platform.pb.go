@@ -339,6 +339,8 @@ type Attempt struct {
 	Note             string                 `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
 	PromptTokens     int64                  `protobuf:"varint,8,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
 	CompletionTokens int64                  `protobuf:"varint,9,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	CallIds          []string               `protobuf:"bytes,10,rep,name=call_ids,json=callIds,proto3" json:"call_ids,omitempty"` // the model calls behind the completion (GenerateResponse.call_ids)
+	Failure          string                 `protobuf:"bytes,11,opt,name=failure,proto3" json:"failure,omitempty"`                // a generation failure's class (sdk.Failure*), when the model gave no usable reply
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -434,6 +436,20 @@ func (x *Attempt) GetCompletionTokens() int64 {
 		return x.CompletionTokens
 	}
 	return 0
+}
+
+func (x *Attempt) GetCallIds() []string {
+	if x != nil {
+		return x.CallIds
+	}
+	return nil
+}
+
+func (x *Attempt) GetFailure() string {
+	if x != nil {
+		return x.Failure
+	}
+	return ""
 }
 
 type RecordResponse struct {
@@ -597,7 +613,7 @@ const file_kbplatform_plugin_v1_platform_proto_rawDesc = "" +
 	"\x18PlatformEvaluateResponse\x12#\n" +
 	"\revaluation_id\x18\x01 \x01(\tR\fevaluationId\x124\n" +
 	"\x06result\x18\x02 \x01(\v2\x1c.kbplatform.plugin.v1.ResultR\x06result\x123\n" +
-	"\x06issues\x18\x03 \x03(\v2\x1b.kbplatform.plugin.v1.IssueR\x06issues\"\xaf\x02\n" +
+	"\x06issues\x18\x03 \x03(\v2\x1b.kbplatform.plugin.v1.IssueR\x06issues\"\xe4\x02\n" +
 	"\aAttempt\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x05R\x04step\x12\x1f\n" +
 	"\vparent_step\x18\x02 \x01(\x05R\n" +
@@ -611,7 +627,10 @@ const file_kbplatform_plugin_v1_platform_proto_rawDesc = "" +
 	"\rfeedback_kind\x18\x06 \x01(\tR\ffeedbackKind\x12\x12\n" +
 	"\x04note\x18\a \x01(\tR\x04note\x12#\n" +
 	"\rprompt_tokens\x18\b \x01(\x03R\fpromptTokens\x12+\n" +
-	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\" \n" +
+	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\x12\x19\n" +
+	"\bcall_ids\x18\n" +
+	" \x03(\tR\acallIds\x12\x18\n" +
+	"\afailure\x18\v \x01(\tR\afailure\" \n" +
 	"\x0eRecordResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
 	"\x0eKernelsRequest\x12\x17\n" +
