@@ -127,4 +127,3 @@ func (s *Store) PutCachedCompletions(entries map[string]CachedCompletion) error 
 	}
 	return s.put(kvs)
 }
-
