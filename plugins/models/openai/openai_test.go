@@ -5,83 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/kbplatform/kbplatform/plugins/models/openai/openaitest"
 	"github.com/kbplatform/kbplatform/sdk"
 	"github.com/kbplatform/kbplatform/sdk/plugintest"
 )
 
 const testKey = "sk-test-6f1d2c9a-never-stored"
 
-// server is an OpenAI-compatible chat completions endpoint whose replies a test scripts.
-type server struct {
-	*httptest.Server
-	mu     sync.Mutex
-	bodies []map[string]any
-	auth   []string
-	reply  func(n int, body map[string]any, w http.ResponseWriter) // n: 1-based request count
-}
-
-func newServer(t *testing.T, reply func(n int, body map[string]any, w http.ResponseWriter)) *server {
-	s := &server{reply: reply}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			http.NotFound(w, r)
-			return
-		}
-		b, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		_ = json.Unmarshal(b, &body)
-		s.mu.Lock()
-		s.bodies = append(s.bodies, body)
-		s.auth = append(s.auth, r.Header.Get("Authorization"))
-		n := len(s.bodies)
-		s.mu.Unlock()
-		s.reply(n, body, w)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *server) requests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bodies)
-}
-
-// completion writes a chat completion with one choice per text.
-func completion(w http.ResponseWriter, extra map[string]any, texts ...string) {
-	var choices []map[string]any
-	for i, t := range texts {
-		msg := map[string]any{"role": "assistant", "content": t}
-		for k, v := range extra {
-			msg[k] = v
-		}
-		choices = append(choices, map[string]any{"index": i, "finish_reason": "stop", "message": msg})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"id": "c1", "object": "chat.completion", "created": 1, "model": "m-served",
-		"choices": choices, "usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20 * len(texts), "total_tokens": 100 + 20*len(texts),
-			"completion_tokens_details": map[string]any{"reasoning_tokens": 5}}})
-}
-
-func apiError(w http.ResponseWriter, status int, code, param, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": code, "param": param}})
-}
-
-func configure(t *testing.T, s *server, extra string) *Model {
+func configure(t *testing.T, s *openaitest.Server, extra string) *Model {
 	t.Helper()
 	t.Setenv("KBP_TEST_KEY", testKey)
 	m := New()
-	cfg := fmt.Sprintf(`{"base_url": %q, "model": "m", "api_key_env": "KBP_TEST_KEY"%s}`, s.URL+"/v1", extra)
+	cfg := fmt.Sprintf(`{"base_url": %q, "model": "m", "api_key_env": "KBP_TEST_KEY"%s}`, s.BaseURL(), extra)
 	if err := m.Configure(context.Background(), sdk.Configuration{Raw: json.RawMessage(cfg)}); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +31,7 @@ func configure(t *testing.T, s *server, extra string) *Model {
 var ask = sdk.GenerateRequest{Messages: []sdk.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "write ModelNew"}}, N: 1}
 
 func TestConformance(t *testing.T) {
-	s := newServer(t, func(_ int, body map[string]any, w http.ResponseWriter) {
+	s := openaitest.New(t, func(_ int, body map[string]any, w http.ResponseWriter) {
 		n := 1
 		if v, ok := body["n"].(float64); ok {
 			n = int(v)
@@ -100,16 +40,16 @@ func TestConformance(t *testing.T) {
 		for i := range texts {
 			texts[i] = fmt.Sprintf("```python\nclass ModelNew: pass  # %d\n```", i)
 		}
-		completion(w, nil, texts...)
+		openaitest.Completion(w, nil, texts...)
 	})
 	t.Setenv("KBP_TEST_KEY", testKey)
-	plugintest.RunModelConformance(t, New(), json.RawMessage(fmt.Sprintf(`{"base_url": %q, "model": "m", "api_key_env": "KBP_TEST_KEY"}`, s.URL+"/v1")))
+	plugintest.RunModelConformance(t, New(), json.RawMessage(fmt.Sprintf(`{"base_url": %q, "model": "m", "api_key_env": "KBP_TEST_KEY"}`, s.BaseURL())))
 }
 
 func TestGenerate(t *testing.T) {
 	ctx := context.Background()
 	t.Run("success sends the settings and the key", func(t *testing.T) {
-		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) { completion(w, nil, "answer") })
+		s := openaitest.New(t, func(_ int, _ map[string]any, w http.ResponseWriter) { openaitest.Completion(w, nil, "answer") })
 		m := configure(t, s, `, "top_p": 0.5, "seed": 7, "reasoning_effort": "low", "extra_body": {"top_k": 20}`)
 		temp := 0.0
 		req := ask
@@ -124,7 +64,7 @@ func TestGenerate(t *testing.T) {
 		if resp.Usage.PromptTokens != 100 || resp.Usage.CompletionTokens != 20 || resp.Usage.ReasoningTokens != 5 || resp.Model != "m-served" {
 			t.Errorf("usage %+v model %q", resp.Usage, resp.Model)
 		}
-		b := s.bodies[0]
+		b := s.Body(0)
 		want := map[string]any{"model": "m", "temperature": 0.0, "top_p": 0.5, "seed": 7.0, "max_tokens": 300.0, "reasoning_effort": "low", "top_k": 20.0}
 		for k, v := range want {
 			if b[k] != v {
@@ -134,37 +74,37 @@ func TestGenerate(t *testing.T) {
 		if msgs, _ := b["messages"].([]any); len(msgs) != 2 {
 			t.Errorf("messages %v", b["messages"])
 		}
-		if s.auth[0] != "Bearer "+testKey {
-			t.Errorf("authorization %q", s.auth[0])
+		if s.Auth(0) != "Bearer "+testKey {
+			t.Errorf("authorization %q", s.Auth(0))
 		}
 	})
 	t.Run("n > 1 in one request, split when n is capped", func(t *testing.T) {
-		s := newServer(t, func(_ int, body map[string]any, w http.ResponseWriter) {
+		s := openaitest.New(t, func(_ int, body map[string]any, w http.ResponseWriter) {
 			n, _ := body["n"].(float64)
 			texts := []string{"a"}
 			if n == 2 {
 				texts = []string{"a", "b"}
 			}
-			completion(w, nil, texts...)
+			openaitest.Completion(w, nil, texts...)
 		})
 		req := ask
 		req.N = 2
 		resp, err := configure(t, s, "").Generate(ctx, req)
-		if err != nil || len(resp.Completions) != 2 || s.requests() != 1 {
-			t.Fatalf("n=2: %v, %d requests", err, s.requests())
+		if err != nil || len(resp.Completions) != 2 || s.Requests() != 1 {
+			t.Fatalf("n=2: %v, %d requests", err, s.Requests())
 		}
 		req.N = 3
 		resp, err = configure(t, s, `, "n": 2`).Generate(ctx, req)
-		if err != nil || len(resp.Completions) != 3 || s.requests() != 3 {
-			t.Fatalf("n=3 capped at 2: %v, %d requests", err, s.requests())
+		if err != nil || len(resp.Completions) != 3 || s.Requests() != 3 {
+			t.Fatalf("n=3 capped at 2: %v, %d requests", err, s.Requests())
 		}
 		if resp.Usage.PromptTokens != 200 {
 			t.Errorf("usage is summed over requests: %+v", resp.Usage)
 		}
 	})
 	t.Run("reasoning is kept apart from the answer", func(t *testing.T) {
-		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) {
-			completion(w, map[string]any{"reasoning_content": "think about tiles"}, "```python\nclass ModelNew: pass\n```")
+		s := openaitest.New(t, func(_ int, _ map[string]any, w http.ResponseWriter) {
+			openaitest.Completion(w, map[string]any{"reasoning_content": "think about tiles"}, "```python\nclass ModelNew: pass\n```")
 		})
 		resp, err := configure(t, s, "").Generate(ctx, ask)
 		if err != nil {
@@ -182,23 +122,23 @@ func TestGenerate(t *testing.T) {
 	}{
 		{"429 with Retry-After", func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", "7")
-			apiError(w, 429, "rate_limit_exceeded", "", "slow down")
+			openaitest.Error(w, 429, "rate_limit_exceeded", "", "slow down")
 		}, sdk.ErrRateLimited, func(t *testing.T, err error) {
 			if d, ok := sdk.RetryAfter(err); !ok || d != 7*time.Second {
 				t.Errorf("retry after %v %v", d, ok)
 			}
 		}},
-		{"500", func(w http.ResponseWriter) { apiError(w, 500, "", "", "boom") }, sdk.ErrUnavailable, nil},
-		{"401", func(w http.ResponseWriter) { apiError(w, 401, "invalid_api_key", "", "Incorrect API key") }, sdk.ErrInvalidAPIKey, nil},
-		{"unknown model", func(w http.ResponseWriter) { apiError(w, 404, "model_not_found", "", "The model `m` does not exist") }, sdk.ErrUnknownModel, nil},
+		{"500", func(w http.ResponseWriter) { openaitest.Error(w, 500, "", "", "boom") }, sdk.ErrUnavailable, nil},
+		{"401", func(w http.ResponseWriter) { openaitest.Error(w, 401, "invalid_api_key", "", "Incorrect API key") }, sdk.ErrInvalidAPIKey, nil},
+		{"unknown model", func(w http.ResponseWriter) { openaitest.Error(w, 404, "model_not_found", "", "The model `m` does not exist") }, sdk.ErrUnknownModel, nil},
 		{"context length", func(w http.ResponseWriter) {
-			apiError(w, 400, "context_length_exceeded", "messages", "This model's maximum context length is 8192 tokens")
+			openaitest.Error(w, 400, "context_length_exceeded", "messages", "This model's maximum context length is 8192 tokens")
 		}, sdk.ErrContextLength, nil},
 		{"content filter", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"content_filter","message":{"role":"assistant","content":""}}]}`)
 		}, sdk.ErrContentFiltered, nil},
-		{"empty reply", func(w http.ResponseWriter) { completion(w, nil, "  ") }, sdk.ErrEmptyReply, nil},
+		{"empty reply", func(w http.ResponseWriter) { openaitest.Completion(w, nil, "  ") }, sdk.ErrEmptyReply, nil},
 		{"no choices", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"id":"x","object":"chat.completion","model":"m","choices":[]}`)
@@ -208,7 +148,7 @@ func TestGenerate(t *testing.T) {
 			fmt.Fprint(w, `{"id": "x", "choices": [`)
 		}, sdk.ErrMalformedReply, nil},
 		{"rejected parameter", func(w http.ResponseWriter) {
-			apiError(w, 400, "unsupported_parameter", "temperature", "Unsupported parameter: 'temperature' is not supported with this model.")
+			openaitest.Error(w, 400, "unsupported_parameter", "temperature", "Unsupported parameter: 'temperature' is not supported with this model.")
 		}, sdk.ErrRejectedParameter, func(t *testing.T, err error) {
 			if !strings.Contains(err.Error(), `"temperature"`) || !strings.Contains(err.Error(), "drop_unsupported") {
 				t.Errorf("the error should name the parameter and the way out: %v", err)
@@ -217,7 +157,7 @@ func TestGenerate(t *testing.T) {
 	}
 	for _, tc := range failures {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) { tc.reply(w) })
+			s := openaitest.New(t, func(_ int, _ map[string]any, w http.ResponseWriter) { tc.reply(w) })
 			temp := 0.5
 			req := ask
 			req.Params.Temperature = &temp
@@ -225,8 +165,8 @@ func TestGenerate(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
-			if s.requests() != 1 {
-				t.Errorf("%d requests: the plugin must not retry (the host does)", s.requests())
+			if s.Requests() != 1 {
+				t.Errorf("%d requests: the plugin must not retry (the host does)", s.Requests())
 			}
 			if tc.check != nil {
 				tc.check(t, err)
@@ -237,9 +177,9 @@ func TestGenerate(t *testing.T) {
 		})
 	}
 	t.Run("timeout", func(t *testing.T) {
-		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) {
+		s := openaitest.New(t, func(_ int, _ map[string]any, w http.ResponseWriter) {
 			time.Sleep(2 * time.Second)
-			completion(w, nil, "late")
+			openaitest.Completion(w, nil, "late")
 		})
 		start := time.Now()
 		_, err := configure(t, s, `, "timeout": "300ms"`).Generate(ctx, ask)
@@ -251,12 +191,12 @@ func TestGenerate(t *testing.T) {
 		}
 	})
 	t.Run("drop_unsupported retries without the parameter", func(t *testing.T) {
-		s := newServer(t, func(_ int, body map[string]any, w http.ResponseWriter) {
+		s := openaitest.New(t, func(_ int, body map[string]any, w http.ResponseWriter) {
 			if _, ok := body["temperature"]; ok {
-				apiError(w, 400, "unsupported_parameter", "temperature", "Unsupported parameter: 'temperature'")
+				openaitest.Error(w, 400, "unsupported_parameter", "temperature", "Unsupported parameter: 'temperature'")
 				return
 			}
-			completion(w, nil, "ok")
+			openaitest.Completion(w, nil, "ok")
 		})
 		m := configure(t, s, `, "drop_unsupported": true`)
 		temp := 0.0
@@ -268,16 +208,16 @@ func TestGenerate(t *testing.T) {
 		if _, err := m.Generate(ctx, req); err != nil {
 			t.Fatal(err)
 		}
-		if s.requests() != 3 {
-			t.Errorf("%d requests, want 3 (one rejected, then none carries temperature)", s.requests())
+		if s.Requests() != 3 {
+			t.Errorf("%d requests, want 3 (one rejected, then none carries temperature)", s.Requests())
 		}
 	})
 	t.Run("missing key", func(t *testing.T) {
-		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) { completion(w, nil, "x") })
+		s := openaitest.New(t, func(_ int, _ map[string]any, w http.ResponseWriter) { openaitest.Completion(w, nil, "x") })
 		m := configure(t, s, "")
 		t.Setenv("KBP_TEST_KEY", "")
-		if _, err := m.Generate(ctx, ask); !errors.Is(err, sdk.ErrMissingAPIKey) || s.requests() != 0 {
-			t.Fatalf("got %v after %d requests", err, s.requests())
+		if _, err := m.Generate(ctx, ask); !errors.Is(err, sdk.ErrMissingAPIKey) || s.Requests() != 0 {
+			t.Fatalf("got %v after %d requests", err, s.Requests())
 		}
 	})
 }
