@@ -130,7 +130,9 @@ func TestGenerate(t *testing.T) {
 		}},
 		{"500", func(w http.ResponseWriter) { openaitest.Error(w, 500, "", "", "boom") }, sdk.ErrUnavailable, nil},
 		{"401", func(w http.ResponseWriter) { openaitest.Error(w, 401, "invalid_api_key", "", "Incorrect API key") }, sdk.ErrInvalidAPIKey, nil},
-		{"unknown model", func(w http.ResponseWriter) { openaitest.Error(w, 404, "model_not_found", "", "The model `m` does not exist") }, sdk.ErrUnknownModel, nil},
+		{"unknown model", func(w http.ResponseWriter) {
+			openaitest.Error(w, 404, "model_not_found", "", "The model `m` does not exist")
+		}, sdk.ErrUnknownModel, nil},
 		{"context length", func(w http.ResponseWriter) {
 			openaitest.Error(w, 400, "context_length_exceeded", "messages", "This model's maximum context length is 8192 tokens")
 		}, sdk.ErrContextLength, nil},
