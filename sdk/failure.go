@@ -24,6 +24,7 @@ const (
 	FailureUnavailable       = "unavailable"
 	FailureTimeout           = "timeout"
 	FailureInvalidRequest    = "invalid_request"
+	FailureNotFound          = "not_found" // nothing to replay for the task
 	FailureOther             = "other"
 )
 
@@ -45,6 +46,7 @@ var failureClasses = []struct {
 	{ErrUnavailable, FailureUnavailable},
 	{context.DeadlineExceeded, FailureTimeout},
 	{ErrInvalidArgument, FailureInvalidRequest},
+	{ErrNotFound, FailureNotFound},
 }
 
 // FailureClass names the class of a generation error ("" for nil).

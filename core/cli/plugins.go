@@ -15,6 +15,7 @@ import (
 
 	"github.com/kbplatform/kbplatform/core/plugins"
 	"github.com/kbplatform/kbplatform/plugins/backends/cpp"
+	"github.com/kbplatform/kbplatform/plugins/models/openai"
 	"github.com/kbplatform/kbplatform/plugins/models/replay"
 	"github.com/kbplatform/kbplatform/plugins/strategies/oneshot"
 	"github.com/kbplatform/kbplatform/plugins/targets/local"
@@ -28,6 +29,7 @@ var builtins = map[string]func() sdk.Plugin{
 	"backend/cpp":      func() sdk.Plugin { return cpp.New() },
 	"strategy/oneshot": func() sdk.Plugin { return oneshot.New() },
 	"model/replay":     func() sdk.Plugin { return replay.New() },
+	"model/openai":     func() sdk.Plugin { return openai.New() },
 }
 
 func builtinRefs() []string {

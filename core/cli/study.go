@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kbplatform/kbplatform/core/gateway"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/study"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -60,7 +61,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 	var file, name, model, backend, strategy, modelCfg, backendCfg, strategyCfg string
 	var tasks []string
 	var level, gens, evals int
-	var asJSON bool
+	var asJSON, noCache bool
 	cmd := &cobra.Command{
 		Use:   "run [--file study.yaml] [--tasks ID,...|--level N] --model M --backend B --strategy S",
 		Short: "Run (or resume) a study; finished tasks of the same study are skipped",
@@ -124,8 +125,21 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.Model.Name == "" && mc == nil {
+			if f.Model.Name == "" {
 				return fmt.Errorf("a study needs a model (--model, or model: in --file)")
+			}
+			ms, err := a.loadModelSettings()
+			if err != nil {
+				return err
+			}
+			if mc == nil && f.Model.Config != nil {
+				if mc, err = json.Marshal(f.Model.Config); err != nil {
+					return err
+				}
+			}
+			modelRef, err := ms.modelRef(f.Model.Name, mc)
+			if err != nil {
+				return err
 			}
 			st, reg, err := a.openWithRegistry()
 			if err != nil {
@@ -164,7 +178,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 			}
 			spec := study.Spec{
 				Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
-				Model:    f.Model.ref("model", "", mc),
+				Model:    modelRef,
 				Backend:  f.Backend.ref("backend", "cpp", bc),
 				Strategy: f.Strategy.ref("strategy", "oneshot", sc),
 				Target:   targetRef,
@@ -173,12 +187,15 @@ func (a *app) studyRunCmd() *cobra.Command {
 			start := time.Now()
 			rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm, Progress: func(m string) {
 				a.progress("%5.1fs %s", time.Since(start).Seconds(), m)
-			}})
+			}, Gateway: ms.gatewayOptions(noCache), Limiters: gateway.NewLimiters()})
 			if rep != nil {
 				if asJSON {
 					_ = printJSON(a.out, rep)
 				} else {
 					renderStudy(a.out, rep)
+					if calls, cerr := st.Calls(rep.Study); cerr == nil && len(calls) > 0 {
+						renderCosts(a.out, gateway.Costs(calls))
+					}
 				}
 			}
 			if err != nil {
@@ -206,6 +223,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.IntVar(&gens, "budget-generations", 0, "model completions per task (0: unlimited)")
 	f.IntVar(&evals, "budget-evaluations", 0, "evaluations per task (0: unlimited)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&noCache, "no-cache", false, "send every model request even when the response cache holds its reply")
 	addContractFlags(cmd)
 	return cmd
 }
@@ -299,6 +317,9 @@ func (a *app) studyShowCmd() *cobra.Command {
 			fmt.Fprintf(a.out, "study %s %s: %s + %s + %s on %s (%s), budget %d generations / %d evaluations\n", s.ID, s.Name,
 				spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
 			renderStudy(a.out, rep)
+			if calls, err := st.Calls(s.ID); err == nil && len(calls) > 0 {
+				renderCosts(a.out, gateway.Costs(calls))
+			}
 			return nil
 		},
 	}

@@ -48,6 +48,15 @@ type Call struct {
 	Strategy string
 }
 
+// CallError is a failed call's error with the id of its record.
+type CallError struct {
+	ID  string
+	Err error
+}
+
+func (e *CallError) Error() string { return e.Err.Error() }
+func (e *CallError) Unwrap() error { return e.Err }
+
 // Gateway wraps one model plugin.
 type Gateway struct {
 	model    sdk.Model
@@ -148,7 +157,7 @@ func (g *Gateway) Generate(ctx context.Context, c Call, req sdk.GenerateRequest)
 		if perr := g.o.Store.PutCall(rec); perr != nil {
 			return nil, perr
 		}
-		return nil, err
+		return nil, &CallError{ID: rec.ID, Err: err}
 	}
 	rec.Response, rec.Usage, rec.ProviderModel = resp, resp.Usage, resp.Model
 	rec.CostUSD, rec.Priced = g.o.Prices.Cost(resp.Usage, g.o.Name, resp.Model, g.provider)

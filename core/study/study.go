@@ -10,10 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/kbplatform/kbplatform/core/gateway"
 	"github.com/kbplatform/kbplatform/core/plugins"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
@@ -24,6 +27,18 @@ import (
 type PluginRef struct {
 	Ref    string          `json:"ref"` // kind/name
 	Config json.RawMessage `json:"config,omitempty"`
+	// Name is the named configuration the ref came from (vllm:qwen-coder), if any: the model's
+	// name in the study's records and cost table.
+	Name string `json:"name,omitempty"`
+}
+
+// Label is the name the study's records use for the plugin: its configuration's name, else its
+// plugin name.
+func (r PluginRef) Label() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.Ref[strings.IndexByte(r.Ref, '/')+1:]
 }
 
 // Spec describes a study.
@@ -74,6 +89,11 @@ type Deps struct {
 	Registry *registry.Registry
 	Plugins  *plugins.Manager
 	Progress func(string)
+	// Gateway gives the host-side settings of a model's calls (limits, retries, prices, cache);
+	// nil: defaults. Name, plugin, settings and store are filled in by the study.
+	Gateway func(model PluginRef) gateway.Options
+	// Limiters are shared by every model of the process that talks to the same endpoint.
+	Limiters *gateway.Limiters
 }
 
 // TaskOutcome is one task's result in a study.
@@ -139,6 +159,17 @@ func Run(ctx context.Context, spec Spec, d Deps) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("strategy: %w", err)
 	}
+	gopts := gateway.Options{Retry: gateway.DefaultRetry()}
+	if d.Gateway != nil {
+		gopts = d.Gateway(spec.Model)
+	}
+	gopts.Name, gopts.Plugin, gopts.Config, gopts.Store = spec.Model.Label(), spec.Model.Ref, spec.Model.Config, d.Store
+	// Replaying costs nothing: its replies are made again rather than cached.
+	gopts.Cacheable = !slices.Contains(model.Info().Capabilities, "deterministic")
+	if gopts.Log == nil {
+		gopts.Log = progress
+	}
+	gw := gateway.New(model.Model(), gopts, d.Limiters)
 	hw, err := target.Target().Describe(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
@@ -166,7 +197,7 @@ func Run(ctx context.Context, spec Spec, d Deps) (*Report, error) {
 		}
 		progress(fmt.Sprintf("[%d/%d] %s: %s with %s", i+1, len(tasks), task.ID, spec.Strategy.Ref, spec.Model.Ref))
 		p := &runPlatform{hostPlatform: host, study: id, task: task, spec: spec, hw: hw, recipe: recipe,
-			model: model.Model(), backend: backend.Backend(), target: target.Target(), targetName: spec.Target.Ref, progress: progress}
+			model: gw, backend: backend.Backend(), target: target.Target(), targetName: spec.Target.Ref, progress: progress}
 		res, err := strategy.Strategy().Run(ctx, sdk.RunRequest{Task: task, Budget: spec.Budget, Seed: spec.Seed, Study: id}, p)
 		if err != nil {
 			out.Error = err.Error()
@@ -297,13 +328,14 @@ type runPlatform struct {
 	spec       Spec
 	hw         *sdk.Hardware
 	recipe     *sdk.BuildRecipe
-	model      sdk.Model
+	model      *gateway.Gateway
 	backend    sdk.Backend
 	target     sdk.Target
 	targetName string
 	progress   func(string)
 	mu         sync.Mutex
 	gens, evs  int
+	pending    []string // calls made since the last recorded attempt
 }
 
 func (p *runPlatform) Prompt(ctx context.Context, variant, feedback string, history []sdk.Message) ([]sdk.Message, error) {
@@ -327,7 +359,17 @@ func (p *runPlatform) Generate(ctx context.Context, req sdk.GenerateRequest) (*s
 	p.gens += req.N
 	p.mu.Unlock()
 	req.TaskID = p.task.ID
-	return p.model.Generate(ctx, req)
+	resp, err := p.model.Generate(ctx, gateway.Call{Study: p.study, Task: p.task.ID, Strategy: p.spec.Strategy.Ref}, req)
+	var ce *gateway.CallError
+	p.mu.Lock()
+	switch {
+	case err == nil:
+		p.pending = append(p.pending, resp.CallIDs...)
+	case errors.As(err, &ce):
+		p.pending = append(p.pending, ce.ID)
+	}
+	p.mu.Unlock()
+	return resp, err
 }
 
 func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.Evaluation, error) {
@@ -368,9 +410,21 @@ func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.E
 	return &sdk.Evaluation{ID: ev.ID, Result: res, Issues: issues}, nil
 }
 
+// Record stores an attempt and links the model calls behind it: those the strategy names, else
+// every call made since the previous attempt (a strategy that knows nothing of call ids, or a
+// generation that failed, still gets its calls linked).
 func (p *runPlatform) Record(_ context.Context, a sdk.Attempt) (string, error) {
+	p.mu.Lock()
+	if len(a.CallIDs) == 0 {
+		a.CallIDs = p.pending
+	}
+	p.pending = nil
+	p.mu.Unlock()
 	rec := &store.AttemptRecord{Study: p.study, Task: p.task.ID, Attempt: a}
 	if err := p.store.PutAttempt(rec); err != nil {
+		return "", err
+	}
+	if err := p.store.LinkCalls(p.study, a.CallIDs, rec.ID); err != nil {
 		return "", err
 	}
 	return rec.ID, nil
