@@ -29,19 +29,19 @@ func HTTPFailure(status int, header http.Header, code, message string) error {
 			return fmt.Errorf("%w: %s (quota or billing: retrying will not help)", ErrPermission, msg)
 		}
 		return WithRetryAfter(fmt.Errorf("%w: %s", ErrRateLimited, msg), ParseRetryAfter(header))
-	case status == http.StatusUnauthorized:
+	case status == http.StatusUnauthorized || matchAny(low, "api key not valid", "api_key_invalid", "invalid api key", "invalid_api_key"):
 		return fmt.Errorf("%w: %s", ErrInvalidAPIKey, msg)
 	case status == http.StatusForbidden:
 		return fmt.Errorf("%w: %s", ErrPermission, msg)
 	case status == http.StatusRequestTimeout || status == 529 || status >= 500:
 		return WithRetryAfter(fmt.Errorf("%w: %s", ErrUnavailable, msg), ParseRetryAfter(header))
-	case matchAny(low, "context_length", "context length", "maximum context", "too many tokens", "prompt is too long", "input is too long", "exceeds the maximum", "token limit"):
+	case status == http.StatusRequestEntityTooLarge || matchAny(low, "context_length", "context length", "maximum context", "too many tokens", "prompt is too long", "input is too long", "exceeds the maximum", "token limit"):
 		return fmt.Errorf("%w: %s", ErrContextLength, msg)
 	case matchAny(low, "content_filter", "content_policy", "content policy", "safety", "blocked"):
 		return fmt.Errorf("%w: %s", ErrContentFiltered, msg)
 	case status == http.StatusNotFound || matchAny(low, "model_not_found", "model not found", "does not exist", "unknown model", "invalid model"):
 		return fmt.Errorf("%w: %s", ErrUnknownModel, msg)
-	case matchAny(low, "unsupported_parameter", "unsupported parameter", "unsupported_value", "not supported", "unrecognized", "extra inputs are not permitted", "unknown field", "unknown parameter", "invalid parameter"):
+	case matchAny(low, "unsupported_parameter", "unsupported parameter", "unsupported_value", "not supported", "unrecognized", "extra inputs are not permitted", "unknown field", "unknown name", "unknown parameter", "invalid parameter"):
 		return fmt.Errorf("%w: %s", ErrRejectedParameter, msg)
 	}
 	return fmt.Errorf("%w: %s", ErrInvalidArgument, msg)

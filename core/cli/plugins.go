@@ -15,6 +15,8 @@ import (
 
 	"github.com/kbplatform/kbplatform/core/plugins"
 	"github.com/kbplatform/kbplatform/plugins/backends/cpp"
+	"github.com/kbplatform/kbplatform/plugins/models/anthropic"
+	"github.com/kbplatform/kbplatform/plugins/models/gemini"
 	"github.com/kbplatform/kbplatform/plugins/models/openai"
 	"github.com/kbplatform/kbplatform/plugins/models/replay"
 	"github.com/kbplatform/kbplatform/plugins/strategies/oneshot"
@@ -30,6 +32,8 @@ var builtins = map[string]func() sdk.Plugin{
 	"strategy/oneshot": func() sdk.Plugin { return oneshot.New() },
 	"model/replay":     func() sdk.Plugin { return replay.New() },
 	"model/openai":     func() sdk.Plugin { return openai.New() },
+	"model/anthropic":  func() sdk.Plugin { return anthropic.New() },
+	"model/gemini":     func() sdk.Plugin { return gemini.New() },
 }
 
 func builtinRefs() []string {
