@@ -296,6 +296,16 @@ type Platform interface {
 	Evaluate(ctx context.Context, source, name string) (*Evaluation, error)
 	Record(ctx context.Context, a Attempt) (string, error)
 	Kernels(ctx context.Context, taskID string, limit int) ([]Kernel, error)
+	// StoredKernels is Kernels with more ways to choose: one study's kernels, passed ones only.
+	StoredKernels(ctx context.Context, q KernelQuery) ([]Kernel, error)
+}
+
+// KernelQuery selects stored kernels of a task.
+type KernelQuery struct {
+	Task   string `json:"task"`
+	Study  string `json:"study,omitempty"`  // only kernels evaluated in this study (id or unique prefix)
+	Passed bool   `json:"passed,omitempty"` // only kernels that passed
+	Limit  int    `json:"limit,omitempty"`  // 0: all
 }
 
 // Strategy searches for a kernel for one task.

@@ -295,14 +295,39 @@ func (h *hostPlatform) Evaluate(context.Context, string, string) (*sdk.Evaluatio
 func (h *hostPlatform) Record(context.Context, sdk.Attempt) (string, error) { return "", errNoRun }
 
 // Kernels returns the distinct kernels evaluated on a task, newest first.
-func (h *hostPlatform) Kernels(_ context.Context, taskID string, limit int) ([]sdk.Kernel, error) {
-	evs, err := h.store.Evaluations(store.EvalFilter{Task: taskID})
-	if err != nil {
+func (h *hostPlatform) Kernels(ctx context.Context, taskID string, limit int) ([]sdk.Kernel, error) {
+	return h.StoredKernels(ctx, sdk.KernelQuery{Task: taskID, Limit: limit})
+}
+
+// StoredKernels returns the distinct kernels evaluated on a task (in one study, passed only, as
+// asked), newest first.
+func (h *hostPlatform) StoredKernels(_ context.Context, q sdk.KernelQuery) ([]sdk.Kernel, error) {
+	var evs []*store.Evaluation
+	var err error
+	if q.Study != "" {
+		st, serr := h.store.Study(q.Study)
+		if serr != nil {
+			return nil, fmt.Errorf("%w: study %s: %v", sdk.ErrNotFound, q.Study, serr)
+		}
+		all, serr := h.store.StudyEvaluations(st.ID)
+		if serr != nil {
+			return nil, serr
+		}
+		for i := len(all) - 1; i >= 0; i-- {
+			if all[i].Result.Task.ID == q.Task {
+				evs = append(evs, all[i])
+			}
+		}
+	} else if evs, err = h.store.Evaluations(store.EvalFilter{Task: q.Task}); err != nil {
 		return nil, err
 	}
+	limit := q.Limit
 	var out []sdk.Kernel
 	seen := map[string]bool{}
 	for _, ev := range evs {
+		if q.Passed && ev.Result.Verdict != sdk.Pass {
+			continue
+		}
 		hsh := ev.Result.Kernel.Hash
 		if seen[hsh] || hsh == "" {
 			continue

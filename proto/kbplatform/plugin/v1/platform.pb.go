@@ -500,6 +500,8 @@ type KernelsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Study         string                 `protobuf:"bytes,3,opt,name=study,proto3" json:"study,omitempty"`    // only kernels evaluated in this study (id or unique prefix)
+	Passed        bool                   `protobuf:"varint,4,opt,name=passed,proto3" json:"passed,omitempty"` // only kernels that passed
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -546,6 +548,20 @@ func (x *KernelsRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *KernelsRequest) GetStudy() string {
+	if x != nil {
+		return x.Study
+	}
+	return ""
+}
+
+func (x *KernelsRequest) GetPassed() bool {
+	if x != nil {
+		return x.Passed
+	}
+	return false
 }
 
 type KernelsResponse struct {
@@ -632,10 +648,12 @@ const file_kbplatform_plugin_v1_platform_proto_rawDesc = "" +
 	" \x03(\tR\acallIds\x12\x18\n" +
 	"\afailure\x18\v \x01(\tR\afailure\" \n" +
 	"\x0eRecordResponse\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"m\n" +
 	"\x0eKernelsRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"I\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x14\n" +
+	"\x05study\x18\x03 \x01(\tR\x05study\x12\x16\n" +
+	"\x06passed\x18\x04 \x01(\bR\x06passed\"I\n" +
 	"\x0fKernelsResponse\x126\n" +
 	"\akernels\x18\x01 \x03(\v2\x1c.kbplatform.plugin.v1.KernelR\akernels2\xbc\x04\n" +
 	"\bPlatform\x12c\n" +
