@@ -72,7 +72,7 @@ func renderCosts(w io.Writer, lines []gateway.CostLine) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tSTRATEGY\tCALLS\tCACHED\tFAILED\tPROMPT TOKENS\tCOMPLETION TOKENS\tREASONING\tCOST (USD)")
 	for _, l := range lines {
-		cost := fmt.Sprintf("%.4f", l.CostUSD)
+		cost := fmt.Sprintf("%.6f", l.CostUSD)
 		if l.Unpriced > 0 {
 			cost += fmt.Sprintf(" (%d calls unpriced)", l.Unpriced)
 		}

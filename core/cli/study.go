@@ -31,6 +31,7 @@ type studyFile struct {
 	Size     string        `yaml:"size"`
 	Device   string        `yaml:"device"`
 	Model    pluginSetting `yaml:"model"`
+	Models   []pluginSetting `yaml:"models"` // several models, each on every task
 	Backend  pluginSetting `yaml:"backend"`
 	Strategy pluginSetting `yaml:"strategy"`
 	Target   pluginSetting `yaml:"target"`
@@ -58,7 +59,8 @@ func (p pluginSetting) ref(kind, def string, cfg json.RawMessage) study.PluginRe
 }
 
 func (a *app) studyRunCmd() *cobra.Command {
-	var file, name, model, backend, strategy, modelCfg, backendCfg, strategyCfg string
+	var file, name, backend, strategy, modelCfg, backendCfg, strategyCfg string
+	var models []string
 	var tasks []string
 	var level, gens, evals int
 	var asJSON, noCache bool
@@ -90,7 +92,13 @@ func (a *app) studyRunCmd() *cobra.Command {
 				f.Level = level
 			}
 			if flag("model") {
-				f.Model.Name = model
+				f.Model, f.Models = pluginSetting{Name: models[0]}, nil
+				for _, m := range models[1:] {
+					if len(f.Models) == 0 {
+						f.Models = []pluginSetting{f.Model}
+					}
+					f.Models = append(f.Models, pluginSetting{Name: m})
+				}
 			}
 			if flag("backend") {
 				f.Backend.Name = backend
@@ -125,20 +133,44 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.Model.Name == "" {
+			if f.Model.Name == "" && len(f.Models) == 0 {
 				return fmt.Errorf("a study needs a model (--model, or model: in --file)")
+			}
+			if len(f.Models) > 0 && mc != nil {
+				return fmt.Errorf("--model-config applies to one model; give several models their settings in kbplatform.yaml (models:)")
 			}
 			ms, err := a.loadModelSettings()
 			if err != nil {
 				return err
 			}
-			if mc == nil && f.Model.Config != nil {
-				if mc, err = json.Marshal(f.Model.Config); err != nil {
-					return err
+			resolve := func(p pluginSetting, cfg json.RawMessage) (study.PluginRef, error) {
+				if p.Name == "" {
+					return study.PluginRef{}, fmt.Errorf("a model needs a name")
 				}
+				if cfg == nil && p.Config != nil {
+					var err error
+					if cfg, err = json.Marshal(p.Config); err != nil {
+						return study.PluginRef{}, err
+					}
+				}
+				return ms.modelRef(p.Name, cfg)
 			}
-			modelRef, err := ms.modelRef(f.Model.Name, mc)
-			if err != nil {
+			var modelRef study.PluginRef
+			var modelRefs []study.PluginRef
+			if len(f.Models) > 0 {
+				seen := map[string]bool{}
+				for _, p := range f.Models {
+					r, err := resolve(p, nil)
+					if err != nil {
+						return err
+					}
+					if seen[r.Label()] {
+						return fmt.Errorf("model %s is named twice", r.Label())
+					}
+					seen[r.Label()] = true
+					modelRefs = append(modelRefs, r)
+				}
+			} else if modelRef, err = resolve(f.Model, mc); err != nil {
 				return err
 			}
 			st, reg, err := a.openWithRegistry()
@@ -179,11 +211,12 @@ func (a *app) studyRunCmd() *cobra.Command {
 			spec := study.Spec{
 				Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
 				Model:    modelRef,
+				Models:   modelRefs,
 				Backend:  f.Backend.ref("backend", "cpp", bc),
 				Strategy: f.Strategy.ref("strategy", "oneshot", sc),
 				Target:   targetRef,
 			}
-			a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
+			a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), modelLabels(spec), spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
 			start := time.Now()
 			rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm, Progress: func(m string) {
 				a.progress("%5.1fs %s", time.Since(start).Seconds(), m)
@@ -214,7 +247,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.StringVar(&name, "name", "", "a name for the study")
 	f.StringSliceVar(&tasks, "tasks", nil, "task ids")
 	f.IntVar(&level, "level", 0, "all suite tasks of a level")
-	f.StringVar(&model, "model", "", "model plugin (e.g. replay)")
+	f.StringArrayVar(&models, "model", nil, "model: a plugin (replay, openai), plugin:model (openai:gpt-5) or a named configuration of kbplatform.yaml; repeat to compare several")
 	f.StringVar(&backend, "backend", "", "backend plugin (default cpp)")
 	f.StringVar(&strategy, "strategy", "", "strategy plugin (default oneshot)")
 	f.StringVar(&modelCfg, "model-config", "", "model settings as JSON")
@@ -228,8 +261,20 @@ func (a *app) studyRunCmd() *cobra.Command {
 	return cmd
 }
 
+func modelLabels(spec study.Spec) string {
+	var out []string
+	for _, r := range spec.ModelRefs() {
+		out = append(out, r.Label())
+	}
+	return strings.Join(out, ", ")
+}
+
 func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
+	multi := len(rep.Spec.Models) > 0
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if multi {
+		fmt.Fprint(tw, "MODEL\t")
+	}
 	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCORRECT\tBEST SPEEDUP\tBEST EVALUATION")
 	for _, o := range rep.Outcomes {
 		status := "done"
@@ -248,9 +293,20 @@ func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 				best = o.BestEval[:12]
 			}
 		}
+		if multi {
+			fmt.Fprintf(tw, "%s\t", o.Model)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\n", o.Task, status, o.Attempts, o.Correct, speed, best)
 	}
 	tw.Flush()
+	if multi {
+		models, by := study.ByModel(rep.Outcomes)
+		for _, m := range models {
+			o := by[m]
+			fmt.Fprintf(w, "%s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", m,
+				study.FastP(o, 0), study.FastP(o, 1), study.FastP(o, 1.5), study.FastP(o, 2), len(o))
+		}
+	}
 	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", rep.Study,
 		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), len(rep.Outcomes))
 }
@@ -276,7 +332,7 @@ func (a *app) studyListCmd() *cobra.Command {
 				var spec study.Spec
 				_ = json.Unmarshal(s.Spec, &spec)
 				units, _ := st.Units(s.ID)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\n", s.ID, s.Name, s.CreatedAt.Format("2006-01-02 15:04"), len(units), len(spec.Tasks))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\n", s.ID, s.Name, s.CreatedAt.Format("2006-01-02 15:04"), len(units), len(spec.Tasks)*len(spec.ModelRefs()))
 			}
 			return tw.Flush()
 		},
@@ -303,10 +359,7 @@ func (a *app) studyShowCmd() *cobra.Command {
 			if err := json.Unmarshal(s.Spec, &spec); err != nil {
 				return err
 			}
-			rep := &study.Report{Study: s.ID, Spec: spec}
-			for _, t := range spec.Tasks {
-				rep.Outcomes = append(rep.Outcomes, study.TaskOutcome{Task: t})
-			}
+			rep := study.EmptyReport(s.ID, spec)
 			if err := study.Summarize(st, rep); err != nil {
 				return err
 			}
@@ -315,7 +368,7 @@ func (a *app) studyShowCmd() *cobra.Command {
 				return printJSON(a.out, map[string]any{"report": rep, "attempts": atts})
 			}
 			fmt.Fprintf(a.out, "study %s %s: %s + %s + %s on %s (%s), budget %d generations / %d evaluations\n", s.ID, s.Name,
-				spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
+				modelLabels(spec), spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
 			renderStudy(a.out, rep)
 			if calls, err := st.Calls(s.ID); err == nil && len(calls) > 0 {
 				renderCosts(a.out, gateway.Costs(calls))

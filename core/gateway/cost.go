@@ -4,11 +4,11 @@ import "github.com/kbplatform/kbplatform/sdk"
 
 // Price is what a model's tokens cost, in US dollars per million tokens.
 type Price struct {
-	Input  float64 `json:"input" mapstructure:"input"`
-	Output float64 `json:"output" mapstructure:"output"`
+	Input  float64 `json:"input" yaml:"input"`
+	Output float64 `json:"output" yaml:"output"`
 	// CachedInput is the rate of prompt tokens the provider served from its prompt cache
 	// (0: the input rate).
-	CachedInput float64 `json:"cached_input" mapstructure:"cached_input"`
+	CachedInput float64 `json:"cached_input" yaml:"cached_input"`
 }
 
 // Prices maps model names to prices: a study's model name (vllm:qwen-coder), the name the

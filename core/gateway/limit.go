@@ -14,9 +14,9 @@ import (
 
 // Limits bound the load a study puts on one endpoint (0: unlimited).
 type Limits struct {
-	Concurrency       int     `json:"concurrency" mapstructure:"concurrency"`
-	RequestsPerMinute float64 `json:"requests_per_minute" mapstructure:"requests_per_minute"`
-	TokensPerMinute   float64 `json:"tokens_per_minute" mapstructure:"tokens_per_minute"`
+	Concurrency       int     `json:"concurrency" yaml:"concurrency"`
+	RequestsPerMinute float64 `json:"requests_per_minute" yaml:"requests_per_minute"`
+	TokensPerMinute   float64 `json:"tokens_per_minute" yaml:"tokens_per_minute"`
 }
 
 // Limiters hands out one limiter per endpoint, so that models sharing a server share its limits.

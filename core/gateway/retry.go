@@ -15,14 +15,14 @@ import (
 // Retry says how often and how patiently a transient failure is retried.
 type Retry struct {
 	// MaxTries counts the first try (1: never retry).
-	MaxTries int `json:"max_tries" mapstructure:"max_tries"`
+	MaxTries int `json:"max_tries" yaml:"max_tries"`
 	// Initial is the first backoff; each next one grows by half again, up to Max, with ±50%
 	// jitter so that the studies a rate limit stopped together do not return together.
-	Initial time.Duration `json:"initial" mapstructure:"initial"`
-	Max     time.Duration `json:"max" mapstructure:"max"`
+	Initial time.Duration `json:"initial" yaml:"initial"`
+	Max     time.Duration `json:"max" yaml:"max"`
 	// CallTimeout bounds one try (the plugin's own timeout should be shorter); a plugin that
 	// does not answer by then is killed and restarted.
-	CallTimeout time.Duration `json:"call_timeout" mapstructure:"call_timeout"`
+	CallTimeout time.Duration `json:"call_timeout" yaml:"call_timeout"`
 }
 
 // DefaultRetry is what a study uses unless configured otherwise.
