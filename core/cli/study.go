@@ -25,18 +25,18 @@ func (a *app) studyCmd() *cobra.Command {
 
 // studyFile is the YAML form of a study (`study run --file`); flags override it.
 type studyFile struct {
-	Name     string        `yaml:"name"`
-	Tasks    []string      `yaml:"tasks"`
-	Level    int           `yaml:"level"`
-	Size     string        `yaml:"size"`
-	Device   string        `yaml:"device"`
-	Model    pluginSetting `yaml:"model"`
+	Name     string          `yaml:"name"`
+	Tasks    []string        `yaml:"tasks"`
+	Level    int             `yaml:"level"`
+	Size     string          `yaml:"size"`
+	Device   string          `yaml:"device"`
+	Model    pluginSetting   `yaml:"model"`
 	Models   []pluginSetting `yaml:"models"` // several models, each on every task
-	Backend  pluginSetting `yaml:"backend"`
-	Strategy pluginSetting `yaml:"strategy"`
-	Target   pluginSetting `yaml:"target"`
-	Budget   sdk.Budget    `yaml:"budget"`
-	Seed     int64         `yaml:"seed"`
+	Backend  pluginSetting   `yaml:"backend"`
+	Strategy pluginSetting   `yaml:"strategy"`
+	Target   pluginSetting   `yaml:"target"`
+	Budget   sdk.Budget      `yaml:"budget"`
+	Seed     int64           `yaml:"seed"`
 }
 
 type pluginSetting struct {

@@ -43,19 +43,19 @@ func (r PluginRef) Label() string {
 
 // Spec describes a study.
 type Spec struct {
-	Name     string     `json:"name,omitempty"`
-	Tasks    []string   `json:"tasks"`
-	Size     string     `json:"size"`
-	Device   string     `json:"device"`
-	Model    PluginRef  `json:"model"`
+	Name   string    `json:"name,omitempty"`
+	Tasks  []string  `json:"tasks"`
+	Size   string    `json:"size"`
+	Device string    `json:"device"`
+	Model  PluginRef `json:"model"`
 	// Models, when a study compares several, replace Model: each runs every task.
 	Models   []PluginRef `json:"models,omitempty"`
-	Backend  PluginRef  `json:"backend"`
-	Strategy PluginRef  `json:"strategy"`
-	Target   PluginRef  `json:"target"`
-	Budget   sdk.Budget `json:"budget"`
-	Seed     int64      `json:"seed"`
-	Contract sdk.Config `json:"contract"`
+	Backend  PluginRef   `json:"backend"`
+	Strategy PluginRef   `json:"strategy"`
+	Target   PluginRef   `json:"target"`
+	Budget   sdk.Budget  `json:"budget"`
+	Seed     int64       `json:"seed"`
+	Contract sdk.Config  `json:"contract"`
 }
 
 // ID is a deterministic hash of everything in the spec but its name.
