@@ -138,3 +138,26 @@ func (ms *modelSettings) gatewayOptions(noCache bool) func(study.PluginRef) gate
 		return o
 	}
 }
+
+// providerKeys are the variables the provider plugins read a key from by default.
+var providerKeys = []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
+
+// keyVariables lists the api_key_env of the models and of every named configuration: variables
+// that only model plugins receive.
+func (ms *modelSettings) keyVariables(refs []study.PluginRef) []string {
+	var out []string
+	add := func(cfg map[string]any) {
+		if v, ok := cfg["api_key_env"].(string); ok && v != "" {
+			out = append(out, v)
+		}
+	}
+	for _, nm := range ms.Models {
+		add(nm.Config)
+	}
+	for _, r := range refs {
+		var cfg map[string]any
+		_ = json.Unmarshal(r.Config, &cfg)
+		add(cfg)
+	}
+	return out
+}

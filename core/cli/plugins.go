@@ -68,7 +68,9 @@ func (a *app) pluginDirs() []string {
 	return out
 }
 
-func (a *app) pluginManager() *plugins.Manager {
+// pluginManager starts plugins; secrets name extra environment variables (API keys) that only
+// model plugins may see, besides the providers' usual ones.
+func (a *app) pluginManager(secrets ...string) *plugins.Manager {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
@@ -83,6 +85,7 @@ func (a *app) pluginManager() *plugins.Manager {
 		LockFile: a.v.GetString("plugin_lock"),
 		Builtins: builtinRefs(),
 		Logger:   hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: level, Output: a.errOut}),
+		Secrets:  append(append([]string(nil), providerKeys...), secrets...),
 	})
 }
 

@@ -186,7 +186,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 					f.Tasks = append(f.Tasks, t.ID)
 				}
 			}
-			pm := a.pluginManager()
+			pm := a.pluginManager(ms.keyVariables(append([]study.PluginRef{modelRef}, modelRefs...))...)
 			defer pm.Close()
 			device := a.cfg.Device
 			if f.Device != "" && !cmd.Flags().Changed("device") && os.Getenv("KBP_DEVICE") == "" {
