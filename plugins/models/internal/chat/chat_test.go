@@ -56,7 +56,9 @@ func TestCollect(t *testing.T) {
 	if len(resp.Completions) != 5 || fmt.Sprint(asked) != "[4 3 1]" || resp.Usage.PromptTokens != 30 || resp.Usage.CompletionTokens != 5 {
 		t.Errorf("asked %v, got %d completions, usage %+v", asked, len(resp.Completions), resp.Usage)
 	}
-	empty := func(context.Context, int, map[string]bool) (*sdk.GenerateResponse, error) { return &sdk.GenerateResponse{}, nil }
+	empty := func(context.Context, int, map[string]bool) (*sdk.GenerateResponse, error) {
+		return &sdk.GenerateResponse{}, nil
+	}
 	if _, err := Collect(ctx, 1, 0, &Dropper{}, empty); !errors.Is(err, sdk.ErrEmptyReply) {
 		t.Errorf("a server that never answers: %v", err)
 	}
