@@ -36,7 +36,7 @@ type fixture struct {
 	mu   sync.Mutex
 }
 
-func newFixture(t *testing.T, reply openaitest.Reply) *fixture {
+func newFixture(t testing.TB, reply openaitest.Reply) *fixture {
 	t.Helper()
 	t.Setenv("KBP_TEST_KEY", testKey)
 	dir := t.TempDir()
@@ -50,7 +50,7 @@ func newFixture(t *testing.T, reply openaitest.Reply) *fixture {
 	return &fixture{st: st, dir: dir, srv: srv, cfg: cfg, logs: &bytes.Buffer{}}
 }
 
-func (f *fixture) gateway(t *testing.T, o Options, ls *Limiters) *Gateway {
+func (f *fixture) gateway(t testing.TB, o Options, ls *Limiters) *Gateway {
 	t.Helper()
 	m := plugintest.Connect(t, openai.New()).Model()
 	if err := m.Configure(context.Background(), sdk.Configuration{Raw: f.cfg}); err != nil {
