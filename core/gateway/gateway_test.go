@@ -310,3 +310,20 @@ func TestKeyNeverStored(t *testing.T) {
 		t.Errorf("logs (%d bytes) hold the key or nothing was logged:\n%s", f.logs.Len(), f.logs)
 	}
 }
+
+// Tokens per minute pace calls by what they used: each reply here uses 120 tokens, and at 240 a
+// minute (4 a second) the third call waits for the first two's tokens to come back.
+func TestTokensPerMinute(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, func(_ int, _ map[string]any, w http.ResponseWriter) { openaitest.Completion(w, nil, "x") })
+	g := f.gateway(t, Options{Limits: Limits{TokensPerMinute: 240}}, nil)
+	start := time.Now()
+	for i := range 3 {
+		if _, err := g.Generate(ctx, call, ask(fmt.Sprint(i), 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(start); el < time.Second {
+		t.Errorf("three calls of 120 tokens at 240 tokens a minute took %s", el)
+	}
+}

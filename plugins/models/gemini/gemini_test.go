@@ -215,6 +215,16 @@ func TestGenerate(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+	t.Run("vertex in express mode", func(t *testing.T) {
+		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) { respond(w, cand{"STOP", []map[string]any{textPart("ok")}}) })
+		m := configure(t, s, `, "backend": "vertex", "project": "p", "location": "us-central1"`)
+		if _, err := m.Generate(ctx, ask); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(s.paths[0], "publishers/google/models/gemini-x:generateContent") || s.keys[0] != testKey {
+			t.Errorf("path %s, key %q", s.paths[0], s.keys[0])
+		}
+	})
 	t.Run("missing key", func(t *testing.T) {
 		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) { respond(w) })
 		m := configure(t, s, "")
