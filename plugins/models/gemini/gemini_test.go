@@ -216,7 +216,9 @@ func TestGenerate(t *testing.T) {
 		}
 	})
 	t.Run("vertex in express mode", func(t *testing.T) {
-		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) { respond(w, cand{"STOP", []map[string]any{textPart("ok")}}) })
+		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) {
+			respond(w, cand{"STOP", []map[string]any{textPart("ok")}})
+		})
 		m := configure(t, s, `, "backend": "vertex", "project": "p", "location": "us-central1"`)
 		if _, err := m.Generate(ctx, ask); err != nil {
 			t.Fatal(err)
