@@ -175,6 +175,12 @@ prices:
 		t.Fatalf("show: %d", code)
 	}
 	var got struct {
+		Calls []struct {
+			Model   string `json:"model"`
+			Attempt string `json:"attempt"`
+			Failure string `json:"failure"`
+			Tries   int    `json:"tries"`
+		} `json:"calls"`
 		Attempts []struct {
 			Model   string   `json:"model"`
 			Failure string   `json:"failure"`
@@ -192,6 +198,14 @@ prices:
 		}
 	}
 	want := map[string]string{"vllm:good": "", "vllm:prose": "no_code", "openai:nokey": "missing_api_key"}
+	if len(got.Calls) != 3 {
+		t.Fatalf("%d calls recorded, want 3", len(got.Calls))
+	}
+	for _, c := range got.Calls {
+		if c.Attempt == "" || c.Tries != 1 || (c.Model == "openai:nokey") != (c.Failure == "missing_api_key") {
+			t.Errorf("call %+v", c)
+		}
+	}
 	if fmt.Sprint(failures) != fmt.Sprint(want) {
 		t.Errorf("failures %v, want %v", failures, want)
 	}

@@ -365,7 +365,8 @@ func (a *app) studyShowCmd() *cobra.Command {
 			}
 			if asJSON {
 				atts, _ := st.Attempts(s.ID, "")
-				return printJSON(a.out, map[string]any{"report": rep, "attempts": atts})
+				calls, _ := st.Calls(s.ID)
+				return printJSON(a.out, map[string]any{"report": rep, "attempts": atts, "calls": calls})
 			}
 			fmt.Fprintf(a.out, "study %s %s: %s + %s + %s on %s (%s), budget %d generations / %d evaluations\n", s.ID, s.Name,
 				modelLabels(spec), spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
@@ -376,6 +377,6 @@ func (a *app) studyShowCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt and model call)")
 	return cmd
 }
