@@ -5,71 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/kbplatform/kbplatform/plugins/models/anthropic/anthropictest"
 	"github.com/kbplatform/kbplatform/sdk"
 	"github.com/kbplatform/kbplatform/sdk/plugintest"
 )
 
 const testKey = "sk-ant-test-91f0-never-stored"
 
-// server speaks the Messages API; reply scripts each answer.
-type server struct {
-	*httptest.Server
-	mu     sync.Mutex
-	bodies []map[string]any
-	keys   []string
-}
-
-func newServer(t *testing.T, reply func(n int, body map[string]any, w http.ResponseWriter)) *server {
-	s := &server{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/messages" {
-			http.NotFound(w, r)
-			return
-		}
-		b, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		_ = json.Unmarshal(b, &body)
-		s.mu.Lock()
-		s.bodies = append(s.bodies, body)
-		s.keys = append(s.keys, r.Header.Get("X-Api-Key")+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-		n := len(s.bodies)
-		s.mu.Unlock()
-		reply(n, body, w)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *server) requests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bodies)
-}
-
-func message(w http.ResponseWriter, stop string, blocks ...map[string]any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-served",
-		"content": blocks, "stop_reason": stop, "usage": map[string]any{"input_tokens": 90, "cache_read_input_tokens": 10, "output_tokens": 30,
-			"output_tokens_details": map[string]any{"thinking_tokens": 12}}})
-}
-
-func text(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
-
-func apiError(w http.ResponseWriter, status int, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
-}
-
-func configure(t *testing.T, s *server, extra string) *Model {
+func configure(t *testing.T, s *anthropictest.Server, extra string) *Model {
 	t.Helper()
 	t.Setenv("KBP_TEST_KEY", testKey)
 	m := New()
@@ -83,8 +31,8 @@ func configure(t *testing.T, s *server, extra string) *Model {
 var ask = sdk.GenerateRequest{Messages: []sdk.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "write ModelNew"}}, N: 1}
 
 func TestConformance(t *testing.T) {
-	s := newServer(t, func(n int, _ map[string]any, w http.ResponseWriter) {
-		message(w, "end_turn", text(fmt.Sprintf("```python\nclass ModelNew: pass  # %d\n```", n)))
+	s := anthropictest.New(t, func(n int, _ map[string]any, w http.ResponseWriter) {
+		anthropictest.Message(w, "end_turn", anthropictest.Text(fmt.Sprintf("```python\nclass ModelNew: pass  # %d\n```", n)))
 	})
 	t.Setenv("KBP_TEST_KEY", testKey)
 	plugintest.RunModelConformance(t, New(), json.RawMessage(fmt.Sprintf(`{"base_url": %q, "model": "claude-x", "api_key_env": "KBP_TEST_KEY"}`, s.URL)))
@@ -93,8 +41,8 @@ func TestConformance(t *testing.T) {
 func TestGenerate(t *testing.T) {
 	ctx := context.Background()
 	t.Run("success with thinking apart, n > 1 as several requests", func(t *testing.T) {
-		s := newServer(t, func(n int, _ map[string]any, w http.ResponseWriter) {
-			message(w, "end_turn", map[string]any{"type": "thinking", "thinking": "tile it", "signature": "sig"}, text(fmt.Sprintf("answer %d", n)))
+		s := anthropictest.New(t, func(n int, _ map[string]any, w http.ResponseWriter) {
+			anthropictest.Message(w, "end_turn", anthropictest.Thinking("tile it"), anthropictest.Text(fmt.Sprintf("answer %d", n)))
 		})
 		m := configure(t, s, `, "thinking_budget": 2048, "top_p": 0.9`)
 		temp := 1.0
@@ -111,7 +59,7 @@ func TestGenerate(t *testing.T) {
 		if u := resp.Usage; u.PromptTokens != 200 || u.CachedPromptTokens != 20 || u.CompletionTokens != 60 || u.ReasoningTokens != 24 {
 			t.Errorf("usage %+v", u)
 		}
-		b := s.bodies[0]
+		b := s.Body(0)
 		if b["model"] != "claude-x" || b["max_tokens"] != 4096.0 || b["temperature"] != 1.0 || b["top_p"] != 0.9 {
 			t.Errorf("body %v", b)
 		}
@@ -121,8 +69,8 @@ func TestGenerate(t *testing.T) {
 		if sys, _ := b["system"].([]any); len(sys) != 1 {
 			t.Errorf("system %v", b["system"])
 		}
-		if s.keys[0] != testKey {
-			t.Errorf("key header %q", s.keys[0])
+		if s.Key(0) != testKey {
+			t.Errorf("key header %q", s.Key(0))
 		}
 	})
 	for _, tc := range []struct {
@@ -132,33 +80,33 @@ func TestGenerate(t *testing.T) {
 	}{
 		{"429 with Retry-After", func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", "3")
-			apiError(w, 429, "rate_limit_error", "slow down")
+			anthropictest.Error(w, 429, "rate_limit_error", "slow down")
 		}, sdk.ErrRateLimited},
-		{"overloaded", func(w http.ResponseWriter) { apiError(w, 529, "overloaded_error", "Overloaded") }, sdk.ErrUnavailable},
-		{"500", func(w http.ResponseWriter) { apiError(w, 500, "api_error", "boom") }, sdk.ErrUnavailable},
-		{"invalid key", func(w http.ResponseWriter) { apiError(w, 401, "authentication_error", "invalid x-api-key") }, sdk.ErrInvalidAPIKey},
-		{"unknown model", func(w http.ResponseWriter) { apiError(w, 404, "not_found_error", "model: claude-x") }, sdk.ErrUnknownModel},
+		{"overloaded", func(w http.ResponseWriter) { anthropictest.Error(w, 529, "overloaded_error", "Overloaded") }, sdk.ErrUnavailable},
+		{"500", func(w http.ResponseWriter) { anthropictest.Error(w, 500, "api_error", "boom") }, sdk.ErrUnavailable},
+		{"invalid key", func(w http.ResponseWriter) { anthropictest.Error(w, 401, "authentication_error", "invalid x-api-key") }, sdk.ErrInvalidAPIKey},
+		{"unknown model", func(w http.ResponseWriter) { anthropictest.Error(w, 404, "not_found_error", "model: claude-x") }, sdk.ErrUnknownModel},
 		{"context length", func(w http.ResponseWriter) {
-			apiError(w, 400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum")
+			anthropictest.Error(w, 400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum")
 		}, sdk.ErrContextLength},
-		{"refusal", func(w http.ResponseWriter) { message(w, "refusal") }, sdk.ErrContentFiltered},
-		{"empty", func(w http.ResponseWriter) { message(w, "end_turn", text(" ")) }, sdk.ErrEmptyReply},
+		{"refusal", func(w http.ResponseWriter) { anthropictest.Message(w, "refusal") }, sdk.ErrContentFiltered},
+		{"empty", func(w http.ResponseWriter) { anthropictest.Message(w, "end_turn", anthropictest.Text(" ")) }, sdk.ErrEmptyReply},
 		{"malformed JSON", func(w http.ResponseWriter) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"id": "msg_1", "content": [`)
 		}, sdk.ErrMalformedReply},
 		{"rejected parameter", func(w http.ResponseWriter) {
-			apiError(w, 400, "invalid_request_error", "top_p: Extra inputs are not permitted")
+			anthropictest.Error(w, 400, "invalid_request_error", "top_p: Extra inputs are not permitted")
 		}, sdk.ErrRejectedParameter},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) { tc.reply(w) })
+			s := anthropictest.New(t, func(_ int, _ map[string]any, w http.ResponseWriter) { tc.reply(w) })
 			_, err := configure(t, s, `, "top_p": 0.5`).Generate(ctx, ask)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
-			if s.requests() != 1 {
-				t.Errorf("%d requests: retrying is the host's", s.requests())
+			if s.Requests() != 1 {
+				t.Errorf("%d requests: retrying is the host's", s.Requests())
 			}
 			if d, ok := sdk.RetryAfter(err); tc.want == sdk.ErrRateLimited && (!ok || d != 3*time.Second) {
 				t.Errorf("retry after %v", d)
@@ -172,31 +120,33 @@ func TestGenerate(t *testing.T) {
 		})
 	}
 	t.Run("drop_unsupported", func(t *testing.T) {
-		s := newServer(t, func(_ int, body map[string]any, w http.ResponseWriter) {
+		s := anthropictest.New(t, func(_ int, body map[string]any, w http.ResponseWriter) {
 			if _, ok := body["top_p"]; ok {
-				apiError(w, 400, "invalid_request_error", "top_p: Extra inputs are not permitted")
+				anthropictest.Error(w, 400, "invalid_request_error", "top_p: Extra inputs are not permitted")
 				return
 			}
-			message(w, "end_turn", text("ok"))
+			anthropictest.Message(w, "end_turn", anthropictest.Text("ok"))
 		})
-		if _, err := configure(t, s, `, "top_p": 0.5, "drop_unsupported": true`).Generate(ctx, ask); err != nil || s.requests() != 2 {
-			t.Fatalf("%v after %d requests", err, s.requests())
+		if _, err := configure(t, s, `, "top_p": 0.5, "drop_unsupported": true`).Generate(ctx, ask); err != nil || s.Requests() != 2 {
+			t.Fatalf("%v after %d requests", err, s.Requests())
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) {
+		s := anthropictest.New(t, func(_ int, _ map[string]any, w http.ResponseWriter) {
 			time.Sleep(time.Second)
-			message(w, "end_turn", text("late"))
+			anthropictest.Message(w, "end_turn", anthropictest.Text("late"))
 		})
 		if _, err := configure(t, s, `, "timeout": 0.2`).Generate(ctx, ask); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("got %v", err)
 		}
 	})
 	t.Run("missing key", func(t *testing.T) {
-		s := newServer(t, func(_ int, _ map[string]any, w http.ResponseWriter) { message(w, "end_turn", text("x")) })
+		s := anthropictest.New(t, func(_ int, _ map[string]any, w http.ResponseWriter) {
+			anthropictest.Message(w, "end_turn", anthropictest.Text("x"))
+		})
 		m := configure(t, s, "")
 		t.Setenv("KBP_TEST_KEY", "")
-		if _, err := m.Generate(ctx, ask); !errors.Is(err, sdk.ErrMissingAPIKey) || s.requests() != 0 {
+		if _, err := m.Generate(ctx, ask); !errors.Is(err, sdk.ErrMissingAPIKey) || s.Requests() != 0 {
 			t.Fatalf("got %v", err)
 		}
 	})

@@ -5,11 +5,13 @@ package openaitest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Reply answers the n-th request (1-based) given its decoded body.
@@ -101,4 +103,10 @@ func Error(w http.ResponseWriter, status int, code, param, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": code, "param": param}})
+}
+
+// RateLimited writes a 429 asking the client to wait d.
+func RateLimited(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", fmt.Sprint(d.Seconds()))
+	Error(w, http.StatusTooManyRequests, "rate_limit_exceeded", "", "slow down")
 }
