@@ -30,8 +30,9 @@ func (r *evalRun) correctness() bool {
 			// The first trial of each distribution calls the candidate twice on the same input
 			// (the nondeterminism check) and has its inputs after the call checked.
 			var replies []compareReply
-			for rep := 0; rep < 1+btoi(s == 0); rep++ {
-				c, ok := r.trialCall(&tr, fmt.Sprintf("t%dr%d", n, rep), rep == 0 && s == 0)
+			repeat := 1 + btoi(s == 0)
+			for rep := 0; rep < repeat; rep++ {
+				c, ok := r.trialCall(&tr, fmt.Sprintf("t%dr%d", n, rep), rep == 0 && s == 0, repeat > 1)
 				if !ok {
 					return false
 				}
@@ -64,7 +65,7 @@ func btoi(b bool) int {
 // returned (and, with checkInputs, its inputs after the call) while the candidate's whole
 // process tree is stopped: on a GPU the reference reads the candidate's memory in place. It
 // returns false when the evaluation has its verdict.
-func (r *evalRun) trialCall(tr *Trial, name string, checkInputs bool) (compareReply, bool) {
+func (r *evalRun) trialCall(tr *Trial, name string, checkInputs, digest bool) (compareReply, bool) {
 	cfg := r.e.opt.Config
 	base := filepath.Join(r.dumpDir, name)
 	cmd := map[string]any{"op": "trial", "seed": tr.Seed, "dist": tr.Dist, "dump": base}
@@ -101,15 +102,14 @@ func (r *evalRun) trialCall(tr *Trial, name string, checkInputs bool) (compareRe
 			return compareReply{}, false
 		}
 	}
-	c, ok := r.compare(tr.Seed, tr.Dist, out, ins, "correctness")
-	return c, ok
+	return r.compare(tr.Seed, tr.Dist, out, ins, "correctness", digest)
 }
 
 // compare has the reference process compare an exported output (and inputs) with its own for
-// (seed, dist), the candidate stopped meanwhile. It returns false when the evaluation has its
-// verdict.
-func (r *evalRun) compare(seed int, dist string, out, ins json.RawMessage, phase string) (compareReply, bool) {
-	ccmd := map[string]any{"op": "compare", "seed": seed, "dist": dist, "output": out, "strides": r.task.Strides}
+// (seed, dist), the candidate stopped meanwhile; with digest, the reply carries a content hash of
+// what it read. It returns false when the evaluation has its verdict.
+func (r *evalRun) compare(seed int, dist string, out, ins json.RawMessage, phase string, digest bool) (compareReply, bool) {
+	ccmd := map[string]any{"op": "compare", "seed": seed, "dist": dist, "output": out, "strides": r.task.Strides, "digest": digest}
 	if r.task.Tolerance != nil {
 		ccmd["tolerance"] = r.task.Tolerance
 	}

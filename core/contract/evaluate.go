@@ -261,7 +261,7 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 		r.finish()
 		return
 	}
-	r.timing()
+	r.e.quietSpares(r.timing)
 	r.finish()
 }
 

@@ -55,7 +55,7 @@ type shared struct {
 	mu      sync.Mutex
 	refs    map[string]*refServer
 	devices map[string]chan struct{}
-	spares  map[string]*spare
+	spares  map[string][]*spare
 }
 
 // deviceSlot returns the one-slot semaphore of a device. Evaluations on one device run one at a
@@ -107,7 +107,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string]*spare{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that
@@ -133,8 +133,10 @@ func (e *Evaluator) Close() {
 		os.RemoveAll(r.dir)
 		delete(e.refs, k)
 	}
-	for k, s := range e.spares {
-		go s.discard()
+	for k, ss := range e.spares {
+		for _, s := range ss {
+			go s.discard()
+		}
 		delete(e.spares, k)
 	}
 }

@@ -32,6 +32,11 @@ type candidate struct {
 	settings map[string]any
 }
 
+// spareDepth is how many spares are kept per kind of candidate process. A spare's imports take
+// longer (about 8 s on the H200's host) than a fast evaluation (about 4 s), so one spare started
+// at an evaluation's start is not ready for the next; two are.
+const spareDepth = 2
+
 // spare is a candidate process being prepared for a later evaluation.
 type spare struct {
 	c     *candidate
@@ -79,23 +84,42 @@ func (e *Evaluator) newCandidate(device string) (*candidate, error) {
 	return &candidate{p: p, dir: dir, settings: settings}, nil
 }
 
-// startSpare starts a spare for key unless one is there.
-func (e *Evaluator) startSpare(device, key string) {
+// startSpares tops the spares of key up to spareDepth.
+func (e *Evaluator) startSpares(device, key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.spares[key] != nil {
-		return
+	for len(e.spares[key]) < spareDepth {
+		c, err := e.newCandidate(device)
+		if err != nil {
+			return // the next evaluation starts its own
+		}
+		s := &spare{c: c, ready: make(chan struct{})}
+		e.spares[key] = append(e.spares[key], s)
+		go func() {
+			defer close(s.ready)
+			_, s.err = c.p.call(context.Background(), e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "prepare"})
+		}()
 	}
-	c, err := e.newCandidate(device)
-	if err != nil {
-		return // the next evaluation starts its own
+}
+
+// quietSpares stops every spare while f runs (a timing phase): a spare's imports are CPU work
+// that must not run beside a timed call.
+func (e *Evaluator) quietSpares(f func()) {
+	e.mu.Lock()
+	var all []*spare
+	for _, ss := range e.spares {
+		all = append(all, ss...)
 	}
-	s := &spare{c: c, ready: make(chan struct{})}
-	e.spares[key] = s
-	go func() {
-		defer close(s.ready)
-		_, s.err = c.p.call(context.Background(), e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "prepare"})
+	for _, s := range all {
+		s.c.p.pause()
+	}
+	e.mu.Unlock()
+	defer func() {
+		for _, s := range all {
+			s.c.p.resume()
+		}
 	}()
+	f()
 }
 
 // candidateProcess returns the process an evaluation's candidate runs in: a ready spare when
@@ -106,11 +130,13 @@ func (e *Evaluator) candidateProcess(ctx context.Context, device string) (*candi
 		return nil, err
 	}
 	e.mu.Lock()
-	s := e.spares[key]
-	delete(e.spares, key)
+	var s *spare
+	if ss := e.spares[key]; len(ss) > 0 {
+		s, e.spares[key] = ss[0], ss[1:]
+	}
 	e.mu.Unlock()
 	if e.sparesOn(device) {
-		defer e.startSpare(device, key)
+		defer e.startSpares(device, key)
 	}
 	if s != nil {
 		select {

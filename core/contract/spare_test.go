@@ -42,8 +42,11 @@ func TestSpareCandidateProcess(t *testing.T) {
 			t.Fatalf("evaluation %d: inconsistent phases %+v", i, ph)
 		}
 		e.mu.Lock()
-		for _, s := range e.spares {
-			pids = append(pids, s.c.p.pid())
+		for _, ss := range e.spares {
+			if len(ss) != spareDepth {
+				t.Errorf("evaluation %d: %d spares, want %d", i, len(ss), spareDepth)
+			}
+			pids = append(pids, ss[len(ss)-1].c.p.pid())
 		}
 		e.mu.Unlock()
 	}
@@ -54,11 +57,12 @@ func TestSpareCandidateProcess(t *testing.T) {
 		t.Fatalf("spares after each evaluation: %v, want two different processes", pids)
 	}
 	e.mu.Lock()
-	left := e.spares
 	var last *proc
-	for _, s := range left {
-		<-s.ready
-		last = s.c.p
+	for _, ss := range e.spares {
+		for _, s := range ss {
+			<-s.ready
+			last = s.c.p
+		}
 	}
 	e.mu.Unlock()
 	if last == nil {

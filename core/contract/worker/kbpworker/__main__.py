@@ -151,7 +151,7 @@ class Worker:
 
     def op_compare(self, cmd, seq):
         res = self.session.compare(int(cmd["seed"]), cmd["dist"], cmd["output"], cmd.get("tolerance"),
-                                   cmd.get("strides", "any"), cmd.get("inputs"))
+                                   cmd.get("strides", "any"), cmd.get("inputs"), bool(cmd.get("digest")))
         res["ok"] = True
         return res
 

@@ -131,9 +131,9 @@ def _pattern(wrong, shape):
 
 
 # Elements per comparison chunk. A chunk's temporaries (a few float32 or bool tensors of this many
-# elements) are what the comparison costs beyond the two tensors themselves: 64 MiB-scale, not a
-# float copy of the whole output (KernelBench's 6.4 GB ReLU output once needed 24 GiB here).
-CHUNK = 1 << 23
+# elements, about 1 GiB together) are what the comparison costs beyond the two tensors themselves,
+# not a float copy of the whole output (KernelBench's 6.4 GB ReLU output once needed 24 GiB here).
+CHUNK = 1 << 25
 
 
 def _chunks(out, ref):

@@ -7,6 +7,7 @@ independently, so inputs never have to travel between them.
 import contextlib
 import math
 import random
+import sys
 
 import torch
 
@@ -37,31 +38,56 @@ def _device_ctx(device):
     return contextlib.nullcontext()
 
 
-def _transform(t, dist, gen):
-    if dist == "default":
-        return t
+# Elements transformed at a time: a distribution's temporaries are a few chunks, not a few copies
+# of a multi-GB input.
+CHUNK = 1 << 24
+
+
+def _chunk_value(c, u, dist):
+    """The new values of one chunk c (as float32), with u its uniform draws (or None)."""
     if dist == "scaled":
-        u = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32)
-        factor = torch.exp((u * 2 - 1) * math.log(4.0))
-        return (t.float() * factor).to(t.dtype)
-    if dist == "offset":
-        c = 1.0 + 2.0 * torch.rand((), generator=gen, device=t.device, dtype=torch.float32).item()
-        return (t.float() + c).to(t.dtype)
+        return c * torch.exp((u * 2 - 1) * math.log(4.0))
     if dist == "uniform":
-        u = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32)
-        return (u * 2 - 1).to(t.dtype)
+        return u * 2 - 1
     if dist == "positive":
-        return (t.float().abs() + 1e-3).to(t.dtype)
+        return c.abs() + 1e-3
     if dist == "large":
-        return (t.float() * 64.0).to(t.dtype)
+        return c * 64.0
     if dist == "sparse":
-        keep = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32) < 0.1
-        return t * keep.to(t.dtype)
+        return c * (u < 0.1).to(c.dtype)
     raise InputError("unknown input distribution %r (known: %s)" % (dist, ", ".join(DISTRIBUTIONS)))
 
 
+def _transform_(t, dist, gen):
+    """Apply dist to the contiguous floating tensor t in place, one chunk at a time, drawing the
+    chunks' random numbers from gen in order (both processes draw the same)."""
+    if dist == "default" or t.numel() == 0:
+        return
+    flat = t.view(-1)
+    if dist == "offset":
+        c = 1.0 + 2.0 * torch.rand((), generator=gen, device=t.device, dtype=torch.float32).item()
+        for i in range(0, flat.numel(), CHUNK):
+            part = flat[i:i + CHUNK]
+            part.copy_((part.float() + c).to(t.dtype))
+        return
+    draws = dist in ("scaled", "uniform", "sparse")
+    for i in range(0, flat.numel(), CHUNK):
+        part = flat[i:i + CHUNK]
+        u = torch.rand(part.shape, generator=gen, device=t.device, dtype=torch.float32) if draws else None
+        part.copy_(_chunk_value(part.float(), u, dist).to(t.dtype))
+
+
+def _storage_ptr(x):
+    try:
+        st = x.untyped_storage() if hasattr(x, "untyped_storage") else x.storage()
+        return st.data_ptr()
+    except RuntimeError:
+        return None
+
+
 def make_inputs(task, seed, dist, device):
-    """Call task.get_inputs() under seed, move tensors to device and apply dist."""
+    """Call task.get_inputs() under seed, move tensors to device and apply dist (in place: an
+    input is transformed where get_inputs put it; inputs that share memory are copied first)."""
     if dist not in DISTRIBUTIONS:
         raise InputError("unknown input distribution %r (known: %s)" % (dist, ", ".join(DISTRIBUTIONS)))
     seed_all(seed)
@@ -71,14 +97,27 @@ def make_inputs(task, seed, dist, device):
         raise InputError("get_inputs() must return a list, got %s" % type(raw).__name__)
     gen = torch.Generator(device=device)
     gen.manual_seed((seed * 2654435761 + 97) % (2**63))
-    out = []
-    for x in raw:
-        if isinstance(x, torch.Tensor):
-            x = x.to(device)
-            if x.is_floating_point():
-                x = _transform(x, dist, gen)
-            x = x.contiguous()
-        out.append(x)
+    out, seen = [], set()
+    with torch.no_grad():
+        # Copy every input that shares memory with an earlier one before anything is changed in
+        # place, so each is transformed exactly once, from get_inputs' values.
+        # A tensor something else still holds (a module-level constant) is copied too: changing it
+        # in place would change every later call's inputs.
+        for x in raw:
+            if isinstance(x, torch.Tensor):
+                y = x.to(device).contiguous()
+                if y.is_floating_point() and dist != "default":
+                    held = y is x and sys.getrefcount(x) > 3  # raw, x, and getrefcount's argument
+                    ptr = _storage_ptr(y)
+                    if held or ptr is None or ptr in seen:
+                        y = y.clone()
+                    else:
+                        seen.add(ptr)
+                x = y
+            out.append(x)
+        for x in out:
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                _transform_(x, dist, gen)
     return out
 
 

@@ -58,3 +58,40 @@ def test_get_inputs_must_return_a_list():
     t = types.SimpleNamespace(get_inputs=lambda: torch.randn(3))
     with pytest.raises(inputs.InputError):
         inputs.make_inputs(t, 1, "default", torch.device("cpu"))
+
+
+@pytest.mark.parametrize("dist", [d for d in inputs.DISTRIBUTIONS if d != "default"])
+def test_chunked_transform_and_aliased_inputs(monkeypatch, dist):
+    """Distributions are applied in place, chunk by chunk; an input that shares memory with an
+    earlier one is copied first, so each is transformed exactly once."""
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(inputs, "CHUNK", 5)  # many chunks, one split mid-row
+    shared = types.SimpleNamespace()
+
+    def get_inputs():
+        x = torch.randn(6, 7)
+        return [x, x, x[2:]]
+
+    shared.get_inputs = get_inputs
+    a = inputs.make_inputs(shared, 4, dist, cpu)
+    b = inputs.make_inputs(shared, 4, dist, cpu)
+    for u, v in zip(a, b):
+        assert torch.equal(u, v)
+    base = inputs.make_inputs(shared, 4, "default", cpu)
+    assert a[0].data_ptr() != a[1].data_ptr() and a[0].data_ptr() != a[2].data_ptr()
+    if dist == "large":  # deterministic: each input transformed once, from the same values
+        for u, v in zip(a, base):
+            assert torch.allclose(u, v * 64.0)
+
+
+def test_module_level_inputs_are_not_changed():
+    """An input get_inputs returns from somewhere that keeps it is copied before a distribution
+    changes it, so later calls see the same values."""
+    cpu = torch.device("cpu")
+    fixed = torch.randn(4, 4)
+    keep = fixed.clone()
+    t = types.SimpleNamespace(get_inputs=lambda: [fixed])
+    a = inputs.make_inputs(t, 1, "large", cpu)
+    b = inputs.make_inputs(t, 1, "large", cpu)
+    assert torch.equal(fixed, keep)
+    assert torch.equal(a[0], b[0]) and torch.allclose(a[0], keep * 64.0)
