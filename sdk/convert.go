@@ -328,32 +328,36 @@ func generateReqFromPB(r *pb.GenerateRequest) GenerateRequest {
 }
 
 func generateRespToPB(r *GenerateResponse) *pb.GenerateResponse {
-	out := &pb.GenerateResponse{Model: r.Model, Usage: &pb.Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens}}
+	out := &pb.GenerateResponse{Model: r.Model, CallIds: r.CallIDs, Usage: &pb.Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens,
+		ReasoningTokens: r.Usage.ReasoningTokens, CachedPromptTokens: r.Usage.CachedPromptTokens}}
 	for _, c := range r.Completions {
-		out.Completions = append(out.Completions, &pb.Completion{Text: c.Text, FinishReason: c.FinishReason})
+		out.Completions = append(out.Completions, &pb.Completion{Text: c.Text, FinishReason: c.FinishReason, Reasoning: c.Reasoning})
 	}
 	return out
 }
 
 func generateRespFromPB(r *pb.GenerateResponse) *GenerateResponse {
-	out := &GenerateResponse{Model: r.Model}
+	out := &GenerateResponse{Model: r.Model, CallIDs: r.CallIds}
 	if r.Usage != nil {
-		out.Usage = Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens}
+		out.Usage = Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens,
+			ReasoningTokens: r.Usage.ReasoningTokens, CachedPromptTokens: r.Usage.CachedPromptTokens}
 	}
 	for _, c := range r.Completions {
-		out.Completions = append(out.Completions, Completion{Text: c.Text, FinishReason: c.FinishReason})
+		out.Completions = append(out.Completions, Completion{Text: c.Text, FinishReason: c.FinishReason, Reasoning: c.Reasoning})
 	}
 	return out
 }
 
 func attemptToPB(a Attempt) *pb.Attempt {
 	return &pb.Attempt{Step: int32(a.Step), ParentStep: int32(a.ParentStep), EvaluationId: a.EvaluationID, KernelHash: a.KernelHash,
-		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens}
+		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens,
+		CallIds: a.CallIDs, Failure: a.Failure}
 }
 
 func attemptFromPB(a *pb.Attempt) Attempt {
 	return Attempt{Step: int(a.Step), ParentStep: int(a.ParentStep), EvaluationID: a.EvaluationId, KernelHash: a.KernelHash,
-		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens}
+		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens,
+		CallIDs: a.CallIds, Failure: a.Failure}
 }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }

@@ -3,10 +3,13 @@ package sdk
 import (
 	"context"
 	"errors"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Errors that keep their identity across the plugin boundary: a plugin returns (or wraps) one,
@@ -22,6 +25,14 @@ var (
 	ErrUnsupported     = errors.New("not supported")
 	ErrMissingAPIKey   = errors.New("missing API key")
 	ErrPermission      = errors.New("permission denied")
+	// Generation failures a model plugin reports (FailureClass names each).
+	ErrInvalidAPIKey     = errors.New("invalid API key")
+	ErrUnknownModel      = errors.New("unknown model")
+	ErrContextLength     = errors.New("context length exceeded")
+	ErrContentFiltered   = errors.New("content filtered")
+	ErrEmptyReply        = errors.New("empty reply")
+	ErrMalformedReply    = errors.New("malformed reply")
+	ErrRejectedParameter = errors.New("parameter rejected by the server")
 )
 
 // ErrorDomain is the ErrorInfo domain of kbplatform's errors.
@@ -42,6 +53,13 @@ var sentinels = []struct {
 	{ErrUnsupported, codes.Unimplemented, "UNSUPPORTED"},
 	{ErrMissingAPIKey, codes.Unauthenticated, "MISSING_API_KEY"},
 	{ErrPermission, codes.PermissionDenied, "PERMISSION_DENIED"},
+	{ErrInvalidAPIKey, codes.Unauthenticated, "INVALID_API_KEY"},
+	{ErrUnknownModel, codes.NotFound, "UNKNOWN_MODEL"},
+	{ErrContextLength, codes.InvalidArgument, "CONTEXT_LENGTH"},
+	{ErrContentFiltered, codes.FailedPrecondition, "CONTENT_FILTERED"},
+	{ErrEmptyReply, codes.DataLoss, "EMPTY_REPLY"},
+	{ErrMalformedReply, codes.DataLoss, "MALFORMED_REPLY"},
+	{ErrRejectedParameter, codes.InvalidArgument, "REJECTED_PARAMETER"},
 }
 
 // ToStatus turns an error into a gRPC status error carrying an ErrorInfo reason for sentinels.
@@ -60,7 +78,11 @@ func ToStatus(err error) error {
 	}
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
-			st, derr := status.New(s.code, err.Error()).WithDetails(&errdetails.ErrorInfo{Reason: s.reason, Domain: ErrorDomain})
+			details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: s.reason, Domain: ErrorDomain}}
+			if d, ok := RetryAfter(err); ok {
+				details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
+			}
+			st, derr := status.New(s.code, err.Error()).WithDetails(details...)
 			if derr != nil {
 				return status.Error(s.code, err.Error())
 			}
@@ -81,6 +103,8 @@ type RemoteError struct {
 	Code     codes.Code
 	Msg      string
 	sentinel error
+	// RetryAfter is the delay the remote side asked for (gRPC RetryInfo), 0 when none.
+	RetryAfter time.Duration
 }
 
 func (e *RemoteError) Error() string { return e.Msg }
@@ -99,6 +123,9 @@ func FromStatus(err error) error {
 	}
 	re := &RemoteError{Code: st.Code(), Msg: st.Message()}
 	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
+			re.RetryAfter = ri.RetryDelay.AsDuration()
+		}
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
 			for _, s := range sentinels {
 				if s.reason == info.Reason {

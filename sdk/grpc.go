@@ -167,11 +167,15 @@ func (l *lazyPlatform) Record(ctx context.Context, a Attempt) (string, error) {
 }
 
 func (l *lazyPlatform) Kernels(ctx context.Context, taskID string, limit int) ([]Kernel, error) {
+	return l.StoredKernels(ctx, KernelQuery{Task: taskID, Limit: limit})
+}
+
+func (l *lazyPlatform) StoredKernels(ctx context.Context, q KernelQuery) ([]Kernel, error) {
 	p, err := l.get()
 	if err != nil {
 		return nil, err
 	}
-	return p.Kernels(ctx, taskID, limit)
+	return p.StoredKernels(ctx, q)
 }
 
 type modelServer struct {
@@ -349,7 +353,11 @@ func (p *platformClient) Record(ctx context.Context, a Attempt) (string, error) 
 }
 
 func (p *platformClient) Kernels(ctx context.Context, taskID string, limit int) ([]Kernel, error) {
-	resp, err := p.c.Kernels(ctx, &pb.KernelsRequest{TaskId: taskID, Limit: int32(limit)})
+	return p.StoredKernels(ctx, KernelQuery{Task: taskID, Limit: limit})
+}
+
+func (p *platformClient) StoredKernels(ctx context.Context, q KernelQuery) ([]Kernel, error) {
+	resp, err := p.c.Kernels(ctx, &pb.KernelsRequest{TaskId: q.Task, Limit: int32(q.Limit), Study: q.Study, Passed: q.Passed})
 	if err != nil {
 		return nil, FromStatus(err)
 	}
@@ -630,7 +638,7 @@ func (s *PlatformServer) Record(ctx context.Context, a *pb.Attempt) (*pb.RecordR
 
 // Kernels implements the Platform service.
 func (s *PlatformServer) Kernels(ctx context.Context, req *pb.KernelsRequest) (*pb.KernelsResponse, error) {
-	ks, err := s.Impl.Kernels(ctx, req.TaskId, int(req.Limit))
+	ks, err := s.Impl.StoredKernels(ctx, KernelQuery{Task: req.TaskId, Limit: int(req.Limit), Study: req.Study, Passed: req.Passed})
 	if err != nil {
 		return nil, ToStatus(err)
 	}

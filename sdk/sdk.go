@@ -106,12 +106,17 @@ type GenerateRequest struct {
 type Completion struct {
 	Text         string `json:"text"`
 	FinishReason string `json:"finish_reason,omitempty"`
+	// Reasoning is the model's thinking (reasoning_content, thinking blocks), kept apart from
+	// Text so that code extraction never sees it.
+	Reasoning string `json:"reasoning,omitempty"`
 }
 
 // Usage counts tokens.
 type Usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
+	PromptTokens       int64 `json:"prompt_tokens"`
+	CompletionTokens   int64 `json:"completion_tokens"`
+	ReasoningTokens    int64 `json:"reasoning_tokens,omitempty"`     // included in CompletionTokens
+	CachedPromptTokens int64 `json:"cached_prompt_tokens,omitempty"` // included in PromptTokens
 }
 
 // GenerateResponse carries the completions.
@@ -119,6 +124,9 @@ type GenerateResponse struct {
 	Completions []Completion `json:"completions"`
 	Usage       Usage        `json:"usage"`
 	Model       string       `json:"model,omitempty"`
+	// CallIDs are set by the host: the recorded calls behind the reply. A strategy copies them
+	// into the Attempt it records so that each attempt links to the calls that produced it.
+	CallIDs []string `json:"call_ids,omitempty"`
 }
 
 // Model is a provider of completions.
@@ -275,6 +283,10 @@ type Attempt struct {
 	Note             string `json:"note,omitempty"`
 	PromptTokens     int64  `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64  `json:"completion_tokens,omitempty"`
+	// CallIDs are the model calls behind Completion (GenerateResponse.CallIDs).
+	CallIDs []string `json:"call_ids,omitempty"`
+	// Failure classifies a generation that gave no usable reply (FailureClass of its error).
+	Failure string `json:"failure,omitempty"`
 }
 
 // Evaluation is a stored evaluation as the Platform returns it.
@@ -293,6 +305,16 @@ type Platform interface {
 	Evaluate(ctx context.Context, source, name string) (*Evaluation, error)
 	Record(ctx context.Context, a Attempt) (string, error)
 	Kernels(ctx context.Context, taskID string, limit int) ([]Kernel, error)
+	// StoredKernels is Kernels with more ways to choose: one study's kernels, passed ones only.
+	StoredKernels(ctx context.Context, q KernelQuery) ([]Kernel, error)
+}
+
+// KernelQuery selects stored kernels of a task.
+type KernelQuery struct {
+	Task   string `json:"task"`
+	Study  string `json:"study,omitempty"`  // only kernels evaluated in this study (id or unique prefix)
+	Passed bool   `json:"passed,omitempty"` // only kernels that passed
+	Limit  int    `json:"limit,omitempty"`  // 0: all
 }
 
 // Strategy searches for a kernel for one task.

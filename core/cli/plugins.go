@@ -18,6 +18,9 @@ import (
 	"github.com/kbplatform/kbplatform/plugins/backends/cuda"
 	"github.com/kbplatform/kbplatform/plugins/backends/cutlass"
 	"github.com/kbplatform/kbplatform/plugins/backends/triton"
+	"github.com/kbplatform/kbplatform/plugins/models/anthropic"
+	"github.com/kbplatform/kbplatform/plugins/models/gemini"
+	"github.com/kbplatform/kbplatform/plugins/models/openai"
 	"github.com/kbplatform/kbplatform/plugins/models/replay"
 	"github.com/kbplatform/kbplatform/plugins/strategies/oneshot"
 	"github.com/kbplatform/kbplatform/plugins/targets/local"
@@ -34,6 +37,9 @@ var builtins = map[string]func() sdk.Plugin{
 	"backend/cutlass":  func() sdk.Plugin { return cutlass.New() },
 	"strategy/oneshot": func() sdk.Plugin { return oneshot.New() },
 	"model/replay":     func() sdk.Plugin { return replay.New() },
+	"model/openai":     func() sdk.Plugin { return openai.New() },
+	"model/anthropic":  func() sdk.Plugin { return anthropic.New() },
+	"model/gemini":     func() sdk.Plugin { return gemini.New() },
 }
 
 func builtinRefs() []string {
@@ -68,7 +74,9 @@ func (a *app) pluginDirs() []string {
 	return out
 }
 
-func (a *app) pluginManager() *plugins.Manager {
+// pluginManager starts plugins; secrets name extra environment variables (API keys) that only
+// model plugins may see, besides the providers' usual ones.
+func (a *app) pluginManager(secrets ...string) *plugins.Manager {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
@@ -83,6 +91,7 @@ func (a *app) pluginManager() *plugins.Manager {
 		LockFile: a.v.GetString("plugin_lock"),
 		Builtins: builtinRefs(),
 		Logger:   hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: level, Output: a.errOut}),
+		Secrets:  append(append([]string(nil), providerKeys...), secrets...),
 	})
 }
 

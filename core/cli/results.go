@@ -12,7 +12,7 @@ import (
 
 func (a *app) resultsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "results", Short: "List and show stored evaluations"}
-	cmd.AddCommand(a.resultsListCmd(), a.resultsShowCmd())
+	cmd.AddCommand(a.resultsListCmd(), a.resultsShowCmd(), a.resultsCostCmd())
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kbplatform/kbplatform/core/gateway"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
 	"github.com/kbplatform/kbplatform/core/study"
@@ -25,17 +26,18 @@ func (a *app) studyCmd() *cobra.Command {
 
 // studyFile is the YAML form of a study (`study run --file`); flags override it.
 type studyFile struct {
-	Name     string        `yaml:"name"`
-	Tasks    []string      `yaml:"tasks"`
-	Level    int           `yaml:"level"`
-	Size     string        `yaml:"size"`
-	Device   string        `yaml:"device"`
-	Model    pluginSetting `yaml:"model"`
-	Backend  pluginSetting `yaml:"backend"`
-	Strategy pluginSetting `yaml:"strategy"`
-	Target   pluginSetting `yaml:"target"`
-	Budget   sdk.Budget    `yaml:"budget"`
-	Seed     int64         `yaml:"seed"`
+	Name     string          `yaml:"name"`
+	Tasks    []string        `yaml:"tasks"`
+	Level    int             `yaml:"level"`
+	Size     string          `yaml:"size"`
+	Device   string          `yaml:"device"`
+	Model    pluginSetting   `yaml:"model"`
+	Models   []pluginSetting `yaml:"models"` // several models, each on every task
+	Backend  pluginSetting   `yaml:"backend"`
+	Strategy pluginSetting   `yaml:"strategy"`
+	Target   pluginSetting   `yaml:"target"`
+	Budget   sdk.Budget      `yaml:"budget"`
+	Seed     int64           `yaml:"seed"`
 }
 
 type pluginSetting struct {
@@ -58,10 +60,11 @@ func (p pluginSetting) ref(kind, def string, cfg json.RawMessage) study.PluginRe
 }
 
 func (a *app) studyRunCmd() *cobra.Command {
-	var file, name, model, backend, strategy, modelCfg, backendCfg, strategyCfg string
+	var file, name, backend, strategy, modelCfg, backendCfg, strategyCfg string
+	var models []string
 	var tasks, excludeFlags []string
 	var level, gens, evals int
-	var asJSON bool
+	var asJSON, noCache bool
 	cmd := &cobra.Command{
 		Use:   "run [--file study.yaml] [--tasks ID,...|--level N] --model M --backend B --strategy S",
 		Short: "Run (or resume) a study; finished tasks of the same study are skipped",
@@ -90,7 +93,13 @@ func (a *app) studyRunCmd() *cobra.Command {
 				f.Level = level
 			}
 			if flag("model") {
-				f.Model.Name = model
+				f.Model, f.Models = pluginSetting{Name: models[0]}, nil
+				for _, m := range models[1:] {
+					if len(f.Models) == 0 {
+						f.Models = []pluginSetting{f.Model}
+					}
+					f.Models = append(f.Models, pluginSetting{Name: m})
+				}
 			}
 			if flag("backend") {
 				f.Backend.Name = backend
@@ -125,8 +134,45 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.Model.Name == "" && mc == nil {
+			if f.Model.Name == "" && len(f.Models) == 0 {
 				return fmt.Errorf("a study needs a model (--model, or model: in --file)")
+			}
+			if len(f.Models) > 0 && mc != nil {
+				return fmt.Errorf("--model-config applies to one model; give several models their settings in kbplatform.yaml (models:)")
+			}
+			ms, err := a.loadModelSettings()
+			if err != nil {
+				return err
+			}
+			resolve := func(p pluginSetting, cfg json.RawMessage) (study.PluginRef, error) {
+				if p.Name == "" {
+					return study.PluginRef{}, fmt.Errorf("a model needs a name")
+				}
+				if cfg == nil && p.Config != nil {
+					var err error
+					if cfg, err = json.Marshal(p.Config); err != nil {
+						return study.PluginRef{}, err
+					}
+				}
+				return ms.modelRef(p.Name, cfg)
+			}
+			var modelRef study.PluginRef
+			var modelRefs []study.PluginRef
+			if len(f.Models) > 0 {
+				seen := map[string]bool{}
+				for _, p := range f.Models {
+					r, err := resolve(p, nil)
+					if err != nil {
+						return err
+					}
+					if seen[r.Label()] {
+						return fmt.Errorf("model %s is named twice", r.Label())
+					}
+					seen[r.Label()] = true
+					modelRefs = append(modelRefs, r)
+				}
+			} else if modelRef, err = resolve(f.Model, mc); err != nil {
+				return err
 			}
 			st, reg, err := a.openWithRegistry()
 			if err != nil {
@@ -141,7 +187,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 					f.Tasks = append(f.Tasks, t.ID)
 				}
 			}
-			pm := a.pluginManager()
+			pm := a.pluginManager(ms.keyVariables(append([]study.PluginRef{modelRef}, modelRefs...))...)
 			defer pm.Close()
 			device := a.cfg.Device
 			if f.Device != "" && !cmd.Flags().Changed("device") && os.Getenv("KBP_DEVICE") == "" {
@@ -172,16 +218,17 @@ func (a *app) studyRunCmd() *cobra.Command {
 			for _, backendRef := range backends {
 				spec := study.Spec{
 					Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
-					Model:    f.Model.ref("model", "", mc),
+					Model:    modelRef,
+					Models:   modelRefs,
 					Backend:  backendRef,
 					Strategy: f.Strategy.ref("strategy", "oneshot", sc),
 					Target:   targetRef,
 				}
-				a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
+				a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), modelLabels(spec), spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
 				start := time.Now()
 				rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm, Progress: func(m string) {
 					a.progress("%5.1fs %s", time.Since(start).Seconds(), m)
-				}})
+				}, Gateway: ms.gatewayOptions(noCache), Limiters: gateway.NewLimiters()})
 				if rep != nil && len(excludeFlags) > 0 {
 					rep.ExcludeFlags = excludeFlags
 					if serr := study.Summarize(st, rep); serr != nil && err == nil {
@@ -207,6 +254,13 @@ func (a *app) studyRunCmd() *cobra.Command {
 			default:
 				renderComparison(a.out, reports)
 			}
+			if !asJSON {
+				for _, rep := range reports {
+					if calls, cerr := st.Calls(rep.Study); cerr == nil && len(calls) > 0 {
+						renderCosts(a.out, gateway.Costs(calls))
+					}
+				}
+			}
 			if runErr != nil {
 				return runErr
 			}
@@ -225,7 +279,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.StringVar(&name, "name", "", "a name for the study")
 	f.StringSliceVar(&tasks, "tasks", nil, "task ids")
 	f.IntVar(&level, "level", 0, "all suite tasks of a level")
-	f.StringVar(&model, "model", "", "model plugin (e.g. replay)")
+	f.StringArrayVar(&models, "model", nil, "model: a plugin (replay, openai), plugin:model (openai:gpt-5) or a named configuration of kbplatform.yaml; repeat to compare several")
 	f.StringVar(&backend, "backend", "", "backend plugin, or several separated by commas for a side-by-side comparison (default cpp)")
 	f.StringVar(&strategy, "strategy", "", "strategy plugin (default oneshot)")
 	f.StringVar(&modelCfg, "model-config", "", "model settings as JSON")
@@ -235,12 +289,25 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.IntVar(&gens, "budget-generations", 0, "model completions per task (0: unlimited)")
 	f.IntVar(&evals, "budget-evaluations", 0, "evaluations per task (0: unlimited)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&noCache, "no-cache", false, "send every model request even when the response cache holds its reply")
 	addContractFlags(cmd)
 	return cmd
 }
 
+func modelLabels(spec study.Spec) string {
+	var out []string
+	for _, r := range spec.ModelRefs() {
+		out = append(out, r.Label())
+	}
+	return strings.Join(out, ", ")
+}
+
 func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
+	multi := len(rep.Spec.Models) > 0
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if multi {
+		fmt.Fprint(tw, "MODEL\t")
+	}
 	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCORRECT\tBEST SPEEDUP\tBEST EVALUATION")
 	for _, o := range rep.Outcomes {
 		status := "done"
@@ -259,9 +326,20 @@ func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 				best = o.BestEval[:12]
 			}
 		}
+		if multi {
+			fmt.Fprintf(tw, "%s\t", o.Model)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\n", o.Task, status, o.Attempts, o.Correct, speed, best)
 	}
 	tw.Flush()
+	if multi {
+		models, by := study.ByModel(rep.Outcomes)
+		for _, m := range models {
+			o := by[m]
+			fmt.Fprintf(w, "%s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", m,
+				study.FastP(o, 0), study.FastP(o, 1), study.FastP(o, 1.5), study.FastP(o, 2), len(o))
+		}
+	}
 	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", rep.Study,
 		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), len(rep.Outcomes))
 	if len(rep.ExcludeFlags) > 0 {
@@ -290,7 +368,7 @@ func (a *app) studyListCmd() *cobra.Command {
 				var spec study.Spec
 				_ = json.Unmarshal(s.Spec, &spec)
 				units, _ := st.Units(s.ID)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\n", s.ID, s.Name, s.CreatedAt.Format("2006-01-02 15:04"), len(units), len(spec.Tasks))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\n", s.ID, s.Name, s.CreatedAt.Format("2006-01-02 15:04"), len(units), len(spec.Tasks)*len(spec.ModelRefs()))
 			}
 			return tw.Flush()
 		},
@@ -321,10 +399,8 @@ func (a *app) studyShowCmd() *cobra.Command {
 				if err := json.Unmarshal(s.Spec, &spec); err != nil {
 					return err
 				}
-				rep := &study.Report{Study: s.ID, Spec: spec, ExcludeFlags: excludeFlags}
-				for _, t := range spec.Tasks {
-					rep.Outcomes = append(rep.Outcomes, study.TaskOutcome{Task: t})
-				}
+				rep := study.EmptyReport(s.ID, spec)
+				rep.ExcludeFlags = excludeFlags
 				if err := study.Summarize(st, rep); err != nil {
 					return err
 				}
@@ -333,7 +409,8 @@ func (a *app) studyShowCmd() *cobra.Command {
 			}
 			if asJSON && len(reps) == 1 {
 				atts, _ := st.Attempts(reps[0].Study, "")
-				return printJSON(a.out, map[string]any{"report": reps[0], "attempts": atts})
+				calls, _ := st.Calls(reps[0].Study)
+				return printJSON(a.out, map[string]any{"report": reps[0], "attempts": atts, "calls": calls})
 			}
 			if asJSON {
 				return printJSON(a.out, reps)
@@ -344,12 +421,15 @@ func (a *app) studyShowCmd() *cobra.Command {
 			}
 			s, spec := studies[0], reps[0].Spec
 			fmt.Fprintf(a.out, "study %s %s: %s + %s + %s on %s (%s), budget %d generations / %d evaluations\n", s.ID, s.Name,
-				spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
+				modelLabels(spec), spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
 			renderStudy(a.out, reps[0])
+			if calls, err := st.Calls(s.ID); err == nil && len(calls) > 0 {
+				renderCosts(a.out, gateway.Costs(calls))
+			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt, for one study)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt and model call, for one study)")
 	cmd.Flags().StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p (repeatable)")
 	return cmd
 }

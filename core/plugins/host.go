@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -66,6 +67,9 @@ type Options struct {
 	Logger   hclog.Logger // plugin logs are re-logged here
 	Stderr   io.Writer    // plugin stderr that is not a log line (default: discarded)
 	Env      []string     // extra environment for plugin processes
+	// Secrets name environment variables (API keys) that only model plugins receive: a backend,
+	// strategy or target plugin never sees a provider's key.
+	Secrets []string
 }
 
 // Manager starts plugins.
@@ -181,7 +185,7 @@ func fileSHA256(path string) (string, error) {
 // client starts the process of spec and connects to it.
 func (m *Manager) client(spec Spec) (*plugin.Client, *sdk.Remote, error) {
 	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Env = append(os.Environ(), m.opt.Env...)
+	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, spec.Kind)
 	// A session of its own: everything the plugin starts (workers, compilers), in whatever process
 	// group, stays in this session and is killed with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -537,7 +541,7 @@ func (m *Manager) inspect(spec Spec) (sdk.Info, error) {
 		}
 	}
 	cmd := exec.Command(s.Path, s.Args...)
-	cmd.Env = append(os.Environ(), m.opt.Env...)
+	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, "") // its kind is not known yet
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	c := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
@@ -579,4 +583,21 @@ func short(h string) string {
 		return h[:16]
 	}
 	return h
+}
+
+// pluginEnv is the environment of a plugin process: the host's and the extra variables, without
+// the secrets unless the plugin is a model.
+func pluginEnv(environ, extra, secrets []string, kind string) []string {
+	env := append(append([]string(nil), environ...), extra...)
+	if kind == sdk.KindModel || len(secrets) == 0 {
+		return env
+	}
+	out := env[:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(secrets, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -272,6 +272,7 @@ type Evaluation struct {
 	StoredAt time.Time        `json:"stored_at"`
 	Result   *contract.Result `json:"result"`
 	Study    string           `json:"study,omitempty"`
+	Model    string           `json:"model,omitempty"` // the study's model that wrote the kernel
 	// Issues are the backend's static-check findings on the kernel, when a backend checked it.
 	Issues []sdk.Issue `json:"issues,omitempty"`
 }
@@ -507,6 +508,7 @@ type AttemptRecord struct {
 	ID    string `json:"id"`
 	Study string `json:"study"`
 	Task  string `json:"task"`
+	Model string `json:"model,omitempty"` // the study's model behind the attempt
 	sdk.Attempt
 	At time.Time `json:"at"`
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbplatform/kbplatform/core/gateway"
 	"github.com/kbplatform/kbplatform/core/plugins"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
@@ -26,21 +27,35 @@ import (
 type PluginRef struct {
 	Ref    string          `json:"ref"` // kind/name
 	Config json.RawMessage `json:"config,omitempty"`
+	// Name is the named configuration the ref came from (vllm:qwen-coder), if any: the model's
+	// name in the study's records and cost table.
+	Name string `json:"name,omitempty"`
+}
+
+// Label is the name the study's records use for the plugin: its configuration's name, else its
+// plugin name.
+func (r PluginRef) Label() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.Ref[strings.IndexByte(r.Ref, '/')+1:]
 }
 
 // Spec describes a study.
 type Spec struct {
-	Name     string     `json:"name,omitempty"`
-	Tasks    []string   `json:"tasks"`
-	Size     string     `json:"size"`
-	Device   string     `json:"device"`
-	Model    PluginRef  `json:"model"`
-	Backend  PluginRef  `json:"backend"`
-	Strategy PluginRef  `json:"strategy"`
-	Target   PluginRef  `json:"target"`
-	Budget   sdk.Budget `json:"budget"`
-	Seed     int64      `json:"seed"`
-	Contract sdk.Config `json:"contract"`
+	Name   string    `json:"name,omitempty"`
+	Tasks  []string  `json:"tasks"`
+	Size   string    `json:"size"`
+	Device string    `json:"device"`
+	Model  PluginRef `json:"model"`
+	// Models, when a study compares several, replace Model: each runs every task.
+	Models   []PluginRef `json:"models,omitempty"`
+	Backend  PluginRef   `json:"backend"`
+	Strategy PluginRef   `json:"strategy"`
+	Target   PluginRef   `json:"target"`
+	Budget   sdk.Budget  `json:"budget"`
+	Seed     int64       `json:"seed"`
+	Contract sdk.Config  `json:"contract"`
 }
 
 // ID is a deterministic hash of everything in the spec but its name.
@@ -49,12 +64,52 @@ func (s Spec) ID() string {
 	c.Name = ""
 	c.Tasks = append([]string(nil), s.Tasks...)
 	sort.Strings(c.Tasks)
-	for _, r := range []*PluginRef{&c.Model, &c.Backend, &c.Strategy, &c.Target} {
+	c.Models = append([]PluginRef(nil), s.Models...)
+	refs := []*PluginRef{&c.Model, &c.Backend, &c.Strategy, &c.Target}
+	for i := range c.Models {
+		refs = append(refs, &c.Models[i])
+	}
+	for _, r := range refs {
 		r.Config = canonical(r.Config)
 	}
 	b, _ := json.Marshal(c)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])[:20]
+}
+
+// ModelRefs lists the study's models.
+func (s Spec) ModelRefs() []PluginRef {
+	if len(s.Models) > 0 {
+		return s.Models
+	}
+	return []PluginRef{s.Model}
+}
+
+// multi reports whether outcomes, units and records are kept per model.
+func (s Spec) multi() bool { return len(s.Models) > 0 }
+
+// unitKey names a finished (task, model) run: the task alone in a one-model study, as before
+// models could be several.
+func (s Spec) unitKey(task, model string) string {
+	if !s.multi() {
+		return task
+	}
+	return task + " @ " + model
+}
+
+// EmptyReport is a report with one not-yet-run outcome per task and model.
+func EmptyReport(id string, spec Spec) *Report {
+	rep := &Report{Study: id, Spec: spec}
+	for _, m := range spec.ModelRefs() {
+		for _, t := range spec.Tasks {
+			o := TaskOutcome{Task: t}
+			if spec.multi() {
+				o.Model = m.Label()
+			}
+			rep.Outcomes = append(rep.Outcomes, o)
+		}
+	}
+	return rep
 }
 
 // canonical re-encodes JSON with sorted keys so that formatting does not change an id.
@@ -76,11 +131,17 @@ type Deps struct {
 	Registry *registry.Registry
 	Plugins  *plugins.Manager
 	Progress func(string)
+	// Gateway gives the host-side settings of a model's calls (limits, retries, prices, cache);
+	// nil: defaults. Name, plugin, settings and store are filled in by the study.
+	Gateway func(model PluginRef) gateway.Options
+	// Limiters are shared by every model of the process that talks to the same endpoint.
+	Limiters *gateway.Limiters
 }
 
 // TaskOutcome is one task's result in a study.
 type TaskOutcome struct {
 	Task        string  `json:"task"`
+	Model       string  `json:"model,omitempty"` // in a study of several models
 	Done        bool    `json:"done"`
 	Skipped     bool    `json:"skipped,omitempty"` // done by an earlier run
 	Attempts    int     `json:"attempts"`
@@ -136,13 +197,27 @@ func Run(ctx context.Context, spec Spec, d Deps) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend: %w", err)
 	}
-	model, err := d.Plugins.Start(ctx, spec.Model.Ref, spec.Model.Config, host)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
 	strategy, err := d.Plugins.Start(ctx, spec.Strategy.Ref, spec.Strategy.Config, nil)
 	if err != nil {
 		return nil, fmt.Errorf("strategy: %w", err)
+	}
+	var gws []*gateway.Gateway
+	for _, ref := range spec.ModelRefs() {
+		model, err := d.Plugins.Start(ctx, ref.Ref, ref.Config, host)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", ref.Label(), err)
+		}
+		gopts := gateway.Options{Retry: gateway.DefaultRetry()}
+		if d.Gateway != nil {
+			gopts = d.Gateway(ref)
+		}
+		gopts.Name, gopts.Plugin, gopts.Config, gopts.Store = ref.Label(), ref.Ref, ref.Config, d.Store
+		// Replaying costs nothing: its replies are made again rather than cached.
+		gopts.Cacheable = !slices.Contains(model.Info().Capabilities, "deterministic")
+		if gopts.Log == nil {
+			gopts.Log = progress
+		}
+		gws = append(gws, gateway.New(model.Model(), gopts, d.Limiters))
 	}
 	hw, err := target.Target().Describe(ctx)
 	if err != nil {
@@ -154,36 +229,47 @@ func Run(ctx context.Context, spec Spec, d Deps) (*Report, error) {
 	}
 
 	rep := &Report{Study: id, Spec: spec}
-	for i, task := range tasks {
-		if ctx.Err() != nil {
-			break
-		}
-		out := TaskOutcome{Task: task.ID}
-		done, err := d.Store.UnitDone(id, task.ID)
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			out.Done, out.Skipped = true, true
-			rep.Outcomes = append(rep.Outcomes, out)
-			progress(fmt.Sprintf("[%d/%d] %s: done in an earlier run", i+1, len(tasks), task.ID))
-			continue
-		}
-		progress(fmt.Sprintf("[%d/%d] %s: %s with %s", i+1, len(tasks), task.ID, spec.Strategy.Ref, spec.Model.Ref))
-		p := &runPlatform{hostPlatform: host, study: id, task: task, spec: spec, hw: hw, recipe: recipe,
-			model: model.Model(), backend: backend.Backend(), target: target.Target(), targetName: spec.Target.Ref, progress: progress}
-		res, err := strategy.Strategy().Run(ctx, sdk.RunRequest{Task: task, Budget: spec.Budget, Seed: spec.Seed, Study: id}, p)
-		if err != nil {
-			out.Error = err.Error()
-			progress(fmt.Sprintf("[%d/%d] %s: %v", i+1, len(tasks), task.ID, err))
-		} else {
-			out.Done = true
-			if err := d.Store.PutUnit(store.Unit{Study: id, Task: task.ID, Attempts: res.Attempts, BestEvaluation: res.BestEvaluation,
-				Note: res.Note, FinishedAt: time.Now().UTC()}); err != nil {
+	refs := spec.ModelRefs()
+	total := len(tasks) * len(refs)
+	step := 0
+	for mi, ref := range refs {
+		for _, task := range tasks {
+			if ctx.Err() != nil {
+				break
+			}
+			step++
+			label := ref.Label()
+			out := TaskOutcome{Task: task.ID}
+			if spec.multi() {
+				out.Model = label
+			}
+			unit := spec.unitKey(task.ID, label)
+			done, err := d.Store.UnitDone(id, unit)
+			if err != nil {
 				return nil, err
 			}
+			if done {
+				out.Done, out.Skipped = true, true
+				rep.Outcomes = append(rep.Outcomes, out)
+				progress(fmt.Sprintf("[%d/%d] %s: done in an earlier run", step, total, unit))
+				continue
+			}
+			progress(fmt.Sprintf("[%d/%d] %s: %s with %s", step, total, task.ID, spec.Strategy.Ref, label))
+			p := &runPlatform{hostPlatform: host, study: id, task: task, spec: spec, hw: hw, recipe: recipe, modelName: label,
+				model: gws[mi], backend: backend.Backend(), target: target.Target(), targetName: spec.Target.Ref, progress: progress}
+			res, err := strategy.Strategy().Run(ctx, sdk.RunRequest{Task: task, Budget: spec.Budget, Seed: spec.Seed, Study: id}, p)
+			if err != nil {
+				out.Error = err.Error()
+				progress(fmt.Sprintf("[%d/%d] %s: %v", step, total, unit, err))
+			} else {
+				out.Done = true
+				if err := d.Store.PutUnit(store.Unit{Study: id, Task: unit, Attempts: res.Attempts, BestEvaluation: res.BestEvaluation,
+					Note: res.Note, FinishedAt: time.Now().UTC()}); err != nil {
+					return nil, err
+				}
+			}
+			rep.Outcomes = append(rep.Outcomes, out)
 		}
-		rep.Outcomes = append(rep.Outcomes, out)
 	}
 	if err := Summarize(d.Store, rep); err != nil {
 		return nil, err
@@ -210,19 +296,28 @@ func Summarize(st *store.Store, rep *Report) error {
 	for _, u := range units {
 		done[u.Task] = true
 	}
+	// Outcomes are per task, or per task and model in a study of several models.
+	model := func(m string) string {
+		if rep.Spec.multi() {
+			return m
+		}
+		return ""
+	}
 	idx := map[string]int{}
 	for i := range rep.Outcomes {
-		idx[rep.Outcomes[i].Task] = i
-		rep.Outcomes[i].Attempts = 0
-		rep.Outcomes[i].Done = rep.Outcomes[i].Done || done[rep.Outcomes[i].Task]
+		o := &rep.Outcomes[i]
+		key := rep.Spec.unitKey(o.Task, o.Model)
+		idx[key] = i
+		o.Attempts = 0
+		o.Done = o.Done || done[key]
 	}
 	for _, a := range atts {
-		if i, ok := idx[a.Task]; ok {
+		if i, ok := idx[rep.Spec.unitKey(a.Task, model(a.Model))]; ok {
 			rep.Outcomes[i].Attempts++
 		}
 	}
 	for _, ev := range evs {
-		i, ok := idx[ev.Result.Task.ID]
+		i, ok := idx[rep.Spec.unitKey(ev.Result.Task.ID, model(ev.Model))]
 		if !ok || ev.Result.Verdict != sdk.Pass || ev.Result.Timing == nil {
 			continue
 		}
@@ -236,6 +331,18 @@ func Summarize(st *store.Store, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// ByModel splits outcomes by model, in the order models first appear.
+func ByModel(outcomes []TaskOutcome) (models []string, by map[string][]TaskOutcome) {
+	by = map[string][]TaskOutcome{}
+	for _, o := range outcomes {
+		if _, ok := by[o.Model]; !ok {
+			models = append(models, o.Model)
+		}
+		by[o.Model] = append(by[o.Model], o)
+	}
+	return models, by
 }
 
 // FastP is KernelBench's fast_p over the outcomes: the fraction of tasks with a correct kernel
@@ -280,14 +387,39 @@ func (h *hostPlatform) Evaluate(context.Context, string, string) (*sdk.Evaluatio
 func (h *hostPlatform) Record(context.Context, sdk.Attempt) (string, error) { return "", errNoRun }
 
 // Kernels returns the distinct kernels evaluated on a task, newest first.
-func (h *hostPlatform) Kernels(_ context.Context, taskID string, limit int) ([]sdk.Kernel, error) {
-	evs, err := h.store.Evaluations(store.EvalFilter{Task: taskID})
-	if err != nil {
+func (h *hostPlatform) Kernels(ctx context.Context, taskID string, limit int) ([]sdk.Kernel, error) {
+	return h.StoredKernels(ctx, sdk.KernelQuery{Task: taskID, Limit: limit})
+}
+
+// StoredKernels returns the distinct kernels evaluated on a task (in one study, passed only, as
+// asked), newest first.
+func (h *hostPlatform) StoredKernels(_ context.Context, q sdk.KernelQuery) ([]sdk.Kernel, error) {
+	var evs []*store.Evaluation
+	var err error
+	if q.Study != "" {
+		st, serr := h.store.Study(q.Study)
+		if serr != nil {
+			return nil, fmt.Errorf("%w: study %s: %v", sdk.ErrNotFound, q.Study, serr)
+		}
+		all, serr := h.store.StudyEvaluations(st.ID)
+		if serr != nil {
+			return nil, serr
+		}
+		for i := len(all) - 1; i >= 0; i-- {
+			if all[i].Result.Task.ID == q.Task {
+				evs = append(evs, all[i])
+			}
+		}
+	} else if evs, err = h.store.Evaluations(store.EvalFilter{Task: q.Task}); err != nil {
 		return nil, err
 	}
+	limit := q.Limit
 	var out []sdk.Kernel
 	seen := map[string]bool{}
 	for _, ev := range evs {
+		if q.Passed && ev.Result.Verdict != sdk.Pass {
+			continue
+		}
 		hsh := ev.Result.Kernel.Hash
 		if seen[hsh] || hsh == "" {
 			continue
@@ -313,13 +445,15 @@ type runPlatform struct {
 	spec       Spec
 	hw         *sdk.Hardware
 	recipe     *sdk.BuildRecipe
-	model      sdk.Model
+	model      *gateway.Gateway
 	backend    sdk.Backend
 	target     sdk.Target
 	targetName string
+	modelName  string
 	progress   func(string)
 	mu         sync.Mutex
 	gens, evs  int
+	pending    []string // calls made since the last recorded attempt
 }
 
 func (p *runPlatform) Prompt(ctx context.Context, variant, feedback string, history []sdk.Message) ([]sdk.Message, error) {
@@ -343,7 +477,17 @@ func (p *runPlatform) Generate(ctx context.Context, req sdk.GenerateRequest) (*s
 	p.gens += req.N
 	p.mu.Unlock()
 	req.TaskID = p.task.ID
-	return p.model.Generate(ctx, req)
+	resp, err := p.model.Generate(ctx, gateway.Call{Study: p.study, Task: p.task.ID, Strategy: p.spec.Strategy.Ref}, req)
+	var ce *gateway.CallError
+	p.mu.Lock()
+	switch {
+	case err == nil:
+		p.pending = append(p.pending, resp.CallIDs...)
+	case errors.As(err, &ce):
+		p.pending = append(p.pending, ce.ID)
+	}
+	p.mu.Unlock()
+	return resp, err
 }
 
 func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.Evaluation, error) {
@@ -385,16 +529,28 @@ func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.E
 	if err := p.store.PutKernel(store.KernelRecord{Hash: k.Hash, Source: source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
 		return nil, err
 	}
-	ev := &store.Evaluation{Target: p.targetName + "/" + p.spec.Device, Result: res, Study: p.study, Issues: issues}
+	ev := &store.Evaluation{Target: p.targetName + "/" + p.spec.Device, Result: res, Study: p.study, Model: p.modelName, Issues: issues}
 	if err := p.store.PutEvaluation(ev); err != nil {
 		return nil, err
 	}
 	return &sdk.Evaluation{ID: ev.ID, Result: res, Issues: issues}, nil
 }
 
+// Record stores an attempt and links the model calls behind it: those the strategy names, else
+// every call made since the previous attempt (a strategy that knows nothing of call ids, or a
+// generation that failed, still gets its calls linked).
 func (p *runPlatform) Record(_ context.Context, a sdk.Attempt) (string, error) {
-	rec := &store.AttemptRecord{Study: p.study, Task: p.task.ID, Attempt: a}
+	p.mu.Lock()
+	if len(a.CallIDs) == 0 {
+		a.CallIDs = p.pending
+	}
+	p.pending = nil
+	p.mu.Unlock()
+	rec := &store.AttemptRecord{Study: p.study, Task: p.task.ID, Model: p.modelName, Attempt: a}
 	if err := p.store.PutAttempt(rec); err != nil {
+		return "", err
+	}
+	if err := p.store.LinkCalls(p.study, a.CallIDs, rec.ID); err != nil {
 		return "", err
 	}
 	return rec.ID, nil

@@ -280,6 +280,10 @@ func (f *FakePlatform) Record(_ context.Context, a sdk.Attempt) (string, error) 
 
 func (f *FakePlatform) Kernels(context.Context, string, int) ([]sdk.Kernel, error) { return nil, nil }
 
+func (f *FakePlatform) StoredKernels(context.Context, sdk.KernelQuery) ([]sdk.Kernel, error) {
+	return nil, nil
+}
+
 // GoodReply is a reply with a code block that the fake platform's evaluation passes.
 const GoodReply = "Here:\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)  # good\n```\n"
 

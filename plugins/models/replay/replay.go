@@ -1,7 +1,8 @@
-// Package replay is a model that replays kernels instead of generating them: from a folder, from
-// the bundled examples, or from the store (through the host's Platform). Studies with it measure
-// the platform, the contract and strategies without any model provider; replaying a stored study's
-// kernels re-evaluates them on new hardware.
+// Package replay is a model that replays kernels instead of generating them: from a folder (a
+// KernelBench run folder included), from the bundled examples, or from the store (through the
+// host's Platform), all of a task's kernels or one earlier study's. Studies with it measure the
+// platform, the contract and strategies without any model provider; replaying a stored study's
+// kernels re-judges them on another target or under a new contract version.
 package replay
 
 import (
@@ -9,7 +10,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -26,6 +29,8 @@ const Version = "0.1.0"
 type Settings struct {
 	Source  string `json:"source"`            // examples, dir or store
 	Dir     string `json:"dir,omitempty"`     // for source dir
+	Study   string `json:"study,omitempty"`   // for source store: only this study's kernels (id or prefix)
+	Passed  bool   `json:"passed,omitempty"`  // for source store: only kernels that passed
 	Backend string `json:"backend,omitempty"` // for source examples: only this backend's kernels
 	Device  string `json:"device,omitempty"`  // for source examples: only kernels for this device kind (cpu, cuda)
 }
@@ -35,6 +40,8 @@ const schema = `{
   "properties": {
     "source":  {"enum": ["examples", "dir", "store"]},
     "dir":     {"type": "string"},
+    "study":   {"type": "string"},
+    "passed":  {"type": "boolean"},
     "backend": {"type": "string"},
     "device":  {"enum": ["cpu", "cuda"]}
   },
@@ -98,6 +105,9 @@ func (m *Model) Configure(_ context.Context, c sdk.Configuration) error {
 	default:
 		return fmt.Errorf("%w: source %q (examples, dir or store)", sdk.ErrInvalidConfig, s.Source)
 	}
+	if s.Source != "store" && (s.Study != "" || s.Passed) {
+		return fmt.Errorf("%w: study and passed choose among stored kernels: they need source store", sdk.ErrInvalidConfig)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.s, m.platform, m.byTask, m.served = s, c.Platform, by, map[string]int{}
@@ -126,6 +136,9 @@ func loadDir(dir string) (map[string][]string, error) {
 			by[k.Task] = append(by[k.Task], string(src))
 		}
 		return by, nil
+	}
+	if kb, err := loadKernelBenchRun(dir); err != nil || len(kb) > 0 {
+		return kb, err
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -158,7 +171,7 @@ func (m *Model) sources(ctx context.Context, task string) ([]string, error) {
 	s, p, by := m.s, m.platform, m.byTask
 	m.mu.Unlock()
 	if s.Source == "store" {
-		ks, err := p.Kernels(ctx, task, 0)
+		ks, err := p.StoredKernels(ctx, sdk.KernelQuery{Task: task, Study: s.Study, Passed: s.Passed})
 		if err != nil {
 			return nil, err
 		}
@@ -170,6 +183,13 @@ func (m *Model) sources(ctx context.Context, task string) ([]string, error) {
 	}
 	if srcs, ok := by[task]; ok {
 		return srcs, nil
+	}
+	// A KernelBench run names its files by level and problem number; the task id of an imported
+	// KernelBench problem carries both (kernelbench/l1/19_ReLU).
+	if m := kernelBenchTask.FindStringSubmatch(task); m != nil {
+		if srcs, ok := by[kernelBenchKey(m[1], m[2])]; ok {
+			return srcs, nil
+		}
 	}
 	// By the id's last part: a folder of relu.py answers kbp/l1/relu and kernelbench/l1/relu alike.
 	base := task[strings.LastIndexByte(task, '/')+1:]
@@ -209,4 +229,52 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 		resp.Completions = append(resp.Completions, sdk.Completion{Text: "```python\n" + strings.TrimRight(src, "\n") + "\n```\n", FinishReason: "stop"})
 	}
 	return resp, nil
+}
+
+// A KernelBench run folder (runs/NAME) holds level_L_problem_P_sample_S_kernel.py files.
+var (
+	kernelBenchFile = regexp.MustCompile(`^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$`)
+	kernelBenchTask = regexp.MustCompile(`^kernelbench/l(\d+)/0*(\d+)_`)
+)
+
+func kernelBenchKey(level, problem string) string {
+	l, _ := strconv.Atoi(level)
+	p, _ := strconv.Atoi(problem)
+	return fmt.Sprintf("kernelbench-run/%d/%d", l, p)
+}
+
+// loadKernelBenchRun reads a KernelBench run folder (and its subfolders, one per level in some
+// layouts), samples in order; nothing when the folder is not one.
+func loadKernelBenchRun(dir string) (map[string][]string, error) {
+	type sample struct {
+		key string
+		n   int
+		src string
+	}
+	var samples []sample
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		m := kernelBenchFile.FindStringSubmatch(d.Name())
+		if d.IsDir() || m == nil {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		n, _ := strconv.Atoi(m[3])
+		samples = append(samples, sample{key: kernelBenchKey(m[1], m[2]), n: n, src: string(src)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(samples, func(i, j int) bool { return samples[i].n < samples[j].n })
+	by := map[string][]string{}
+	for _, s := range samples {
+		by[s.key] = append(by[s.key], s.src)
+	}
+	return by, nil
 }

@@ -46,3 +46,58 @@ func TestDirReplaysInOrderAndCycles(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+func TestKernelBenchRunLayout(t *testing.T) {
+	dir := t.TempDir()
+	level := filepath.Join(dir, "level1")
+	if err := os.MkdirAll(level, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{
+		"level_1_problem_19_sample_1_kernel.py": "relu sample 1",
+		"level_1_problem_19_sample_0_kernel.py": "relu sample 0",
+		"level_1_problem_2_sample_0_kernel.py":  "matmul sample 0",
+		"eval_results.json":                     "{}",
+	} {
+		if err := os.WriteFile(filepath.Join(level, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := New()
+	cfg, _ := json.Marshal(map[string]string{"source": "dir", "dir": dir})
+	ctx := context.Background()
+	if err := m.Configure(ctx, sdk.Configuration{Raw: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		task string
+		n    int
+		want []string
+	}{
+		{"kernelbench/l1/19_ReLU", 2, []string{"relu sample 0", "relu sample 1"}},
+		{"kernelbench/l1/2_Standard_matrix_multiplication_", 1, []string{"matmul sample 0"}},
+	} {
+		t.Run(tc.task, func(t *testing.T) {
+			resp, err := m.Generate(ctx, sdk.GenerateRequest{N: tc.n, TaskID: tc.task})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range resp.Completions {
+				if !strings.Contains(c.Text, tc.want[i]) {
+					t.Errorf("completion %d: %q, want %q", i, c.Text, tc.want[i])
+				}
+			}
+		})
+	}
+	if _, err := m.Generate(ctx, sdk.GenerateRequest{N: 1, TaskID: "kernelbench/l2/19_Conv"}); !errors.Is(err, sdk.ErrNotFound) {
+		t.Errorf("another level's problem 19: %v", err)
+	}
+}
+
+func TestStudyAndPassedNeedTheStore(t *testing.T) {
+	for _, cfg := range []string{`{"source": "examples", "study": "abc"}`, `{"source": "dir", "dir": ".", "passed": true}`} {
+		if err := New().Configure(context.Background(), sdk.Configuration{Raw: json.RawMessage(cfg)}); !errors.Is(err, sdk.ErrInvalidConfig) {
+			t.Errorf("%s: %v", cfg, err)
+		}
+	}
+}

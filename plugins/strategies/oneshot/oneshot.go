@@ -78,14 +78,19 @@ func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) 
 	seed := req.Seed
 	gen, err := p.Generate(ctx, sdk.GenerateRequest{Messages: msgs, N: 1, TaskID: req.Task.ID,
 		Params: sdk.SamplingParams{Temperature: &temp, MaxTokens: s.s.MaxTokens, Seed: &seed}})
-	if errors.Is(err, sdk.ErrNotFound) || errors.Is(err, sdk.ErrBudgetExhausted) || (err == nil && len(gen.Completions) == 0) {
-		// The model has nothing for this task: a finished run without a kernel (retrying would
-		// give the same). Transient failures (rate limits, a dead provider) return an error instead.
-		note := "the model returned no completion"
+	if (err != nil && !sdk.Transient(err)) || (err == nil && len(gen.Completions) == 0) {
+		// The model gave nothing usable for this task (no kernel to replay, a refused or empty
+		// reply, a missing key, a prompt too long): a finished run without a kernel, its failure
+		// classified on the attempt. Retrying would give the same. Transient failures (rate
+		// limits, a provider down) return an error instead, so a resumed study tries again.
+		note, failure := "the model returned no completion", sdk.FailureEmptyReply
 		if err != nil {
-			note = err.Error()
+			note, failure = err.Error(), sdk.FailureClass(err)
 		}
-		if _, rerr := p.Record(ctx, sdk.Attempt{Step: 0, ParentStep: -1, FeedbackKind: "none", Note: note}); rerr != nil {
+		if errors.Is(err, sdk.ErrBudgetExhausted) {
+			failure = ""
+		}
+		if _, rerr := p.Record(ctx, sdk.Attempt{Step: 0, ParentStep: -1, FeedbackKind: "none", Note: note, Failure: failure}); rerr != nil {
 			return nil, fmt.Errorf("record: %w", rerr)
 		}
 		return &sdk.RunResult{Attempts: 1, Note: note}, nil
@@ -95,12 +100,13 @@ func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) 
 	}
 	reply := gen.Completions[0].Text
 	attempt := sdk.Attempt{Step: 0, ParentStep: -1, Completion: reply, FeedbackKind: "none",
-		PromptTokens: gen.Usage.PromptTokens, CompletionTokens: gen.Usage.CompletionTokens}
+		PromptTokens: gen.Usage.PromptTokens, CompletionTokens: gen.Usage.CompletionTokens, CallIDs: gen.CallIDs}
 	res := &sdk.RunResult{Attempts: 1}
 	src, err := p.Extract(ctx, reply)
 	switch {
 	case errors.Is(err, sdk.ErrNoCode):
-		attempt.Note = err.Error() // a generation failure, with what the reply had instead
+		// A generation failure, with what the reply had instead.
+		attempt.Note, attempt.Failure = err.Error(), sdk.FailureNoCode
 		res.Note = attempt.Note
 	case err != nil:
 		return nil, fmt.Errorf("extract: %w", err)

@@ -168,9 +168,11 @@ func (x *GenerateRequest) GetTaskId() string {
 }
 
 type Completion struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
-	FinishReason  string                 `protobuf:"bytes,2,opt,name=finish_reason,json=finishReason,proto3" json:"finish_reason,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Text         string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	FinishReason string                 `protobuf:"bytes,2,opt,name=finish_reason,json=finishReason,proto3" json:"finish_reason,omitempty"`
+	// The model's reasoning (reasoning_content, thinking blocks), kept apart from the answer.
+	Reasoning     string `protobuf:"bytes,3,opt,name=reasoning,proto3" json:"reasoning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -219,12 +221,21 @@ func (x *Completion) GetFinishReason() string {
 	return ""
 }
 
+func (x *Completion) GetReasoning() string {
+	if x != nil {
+		return x.Reasoning
+	}
+	return ""
+}
+
 type Usage struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	PromptTokens     int64                  `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
-	CompletionTokens int64                  `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	PromptTokens       int64                  `protobuf:"varint,1,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens   int64                  `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	ReasoningTokens    int64                  `protobuf:"varint,3,opt,name=reasoning_tokens,json=reasoningTokens,proto3" json:"reasoning_tokens,omitempty"`            // part of completion_tokens where the provider says so
+	CachedPromptTokens int64                  `protobuf:"varint,4,opt,name=cached_prompt_tokens,json=cachedPromptTokens,proto3" json:"cached_prompt_tokens,omitempty"` // part of prompt_tokens served from the provider's prompt cache
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
@@ -271,11 +282,27 @@ func (x *Usage) GetCompletionTokens() int64 {
 	return 0
 }
 
+func (x *Usage) GetReasoningTokens() int64 {
+	if x != nil {
+		return x.ReasoningTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCachedPromptTokens() int64 {
+	if x != nil {
+		return x.CachedPromptTokens
+	}
+	return 0
+}
+
 type GenerateResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Completions   []*Completion          `protobuf:"bytes,1,rep,name=completions,proto3" json:"completions,omitempty"`
-	Usage         *Usage                 `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
-	Model         string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"` // the provider's model name
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Completions []*Completion          `protobuf:"bytes,1,rep,name=completions,proto3" json:"completions,omitempty"`
+	Usage       *Usage                 `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	Model       string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"` // the provider's model name
+	// Set by the host on what a strategy receives: the recorded calls that produced the reply.
+	CallIds       []string `protobuf:"bytes,4,rep,name=call_ids,json=callIds,proto3" json:"call_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -331,6 +358,13 @@ func (x *GenerateResponse) GetModel() string {
 	return ""
 }
 
+func (x *GenerateResponse) GetCallIds() []string {
+	if x != nil {
+		return x.CallIds
+	}
+	return nil
+}
+
 var File_kbplatform_plugin_v1_model_proto protoreflect.FileDescriptor
 
 const file_kbplatform_plugin_v1_model_proto_rawDesc = "" +
@@ -350,18 +384,22 @@ const file_kbplatform_plugin_v1_model_proto_rawDesc = "" +
 	"\bmessages\x18\x01 \x03(\v2!.kbplatform.plugin.v1.ChatMessageR\bmessages\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x05R\x01n\x12<\n" +
 	"\x06params\x18\x03 \x01(\v2$.kbplatform.plugin.v1.SamplingParamsR\x06params\x12\x17\n" +
-	"\atask_id\x18\x04 \x01(\tR\x06taskId\"E\n" +
+	"\atask_id\x18\x04 \x01(\tR\x06taskId\"c\n" +
 	"\n" +
 	"Completion\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12#\n" +
-	"\rfinish_reason\x18\x02 \x01(\tR\ffinishReason\"Y\n" +
+	"\rfinish_reason\x18\x02 \x01(\tR\ffinishReason\x12\x1c\n" +
+	"\treasoning\x18\x03 \x01(\tR\treasoning\"\xb6\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
-	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\"\x9f\x01\n" +
+	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12)\n" +
+	"\x10reasoning_tokens\x18\x03 \x01(\x03R\x0freasoningTokens\x120\n" +
+	"\x14cached_prompt_tokens\x18\x04 \x01(\x03R\x12cachedPromptTokens\"\xba\x01\n" +
 	"\x10GenerateResponse\x12B\n" +
 	"\vcompletions\x18\x01 \x03(\v2 .kbplatform.plugin.v1.CompletionR\vcompletions\x121\n" +
 	"\x05usage\x18\x02 \x01(\v2\x1b.kbplatform.plugin.v1.UsageR\x05usage\x12\x14\n" +
-	"\x05model\x18\x03 \x01(\tR\x05model2b\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x19\n" +
+	"\bcall_ids\x18\x04 \x03(\tR\acallIds2b\n" +
 	"\x05Model\x12Y\n" +
 	"\bGenerate\x12%.kbplatform.plugin.v1.GenerateRequest\x1a&.kbplatform.plugin.v1.GenerateResponseBFZDgithub.com/kbplatform/kbplatform/proto/kbplatform/plugin/v1;pluginv1b\x06proto3"
 

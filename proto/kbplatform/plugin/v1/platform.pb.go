@@ -339,6 +339,8 @@ type Attempt struct {
 	Note             string                 `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
 	PromptTokens     int64                  `protobuf:"varint,8,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
 	CompletionTokens int64                  `protobuf:"varint,9,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	CallIds          []string               `protobuf:"bytes,10,rep,name=call_ids,json=callIds,proto3" json:"call_ids,omitempty"` // the model calls behind the completion (GenerateResponse.call_ids)
+	Failure          string                 `protobuf:"bytes,11,opt,name=failure,proto3" json:"failure,omitempty"`                // a generation failure's class (sdk.Failure*), when the model gave no usable reply
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -436,6 +438,20 @@ func (x *Attempt) GetCompletionTokens() int64 {
 	return 0
 }
 
+func (x *Attempt) GetCallIds() []string {
+	if x != nil {
+		return x.CallIds
+	}
+	return nil
+}
+
+func (x *Attempt) GetFailure() string {
+	if x != nil {
+		return x.Failure
+	}
+	return ""
+}
+
 type RecordResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -484,6 +500,8 @@ type KernelsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Limit         int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Study         string                 `protobuf:"bytes,3,opt,name=study,proto3" json:"study,omitempty"`    // only kernels evaluated in this study (id or unique prefix)
+	Passed        bool                   `protobuf:"varint,4,opt,name=passed,proto3" json:"passed,omitempty"` // only kernels that passed
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -530,6 +548,20 @@ func (x *KernelsRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *KernelsRequest) GetStudy() string {
+	if x != nil {
+		return x.Study
+	}
+	return ""
+}
+
+func (x *KernelsRequest) GetPassed() bool {
+	if x != nil {
+		return x.Passed
+	}
+	return false
 }
 
 type KernelsResponse struct {
@@ -597,7 +629,7 @@ const file_kbplatform_plugin_v1_platform_proto_rawDesc = "" +
 	"\x18PlatformEvaluateResponse\x12#\n" +
 	"\revaluation_id\x18\x01 \x01(\tR\fevaluationId\x124\n" +
 	"\x06result\x18\x02 \x01(\v2\x1c.kbplatform.plugin.v1.ResultR\x06result\x123\n" +
-	"\x06issues\x18\x03 \x03(\v2\x1b.kbplatform.plugin.v1.IssueR\x06issues\"\xaf\x02\n" +
+	"\x06issues\x18\x03 \x03(\v2\x1b.kbplatform.plugin.v1.IssueR\x06issues\"\xe4\x02\n" +
 	"\aAttempt\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x05R\x04step\x12\x1f\n" +
 	"\vparent_step\x18\x02 \x01(\x05R\n" +
@@ -611,12 +643,17 @@ const file_kbplatform_plugin_v1_platform_proto_rawDesc = "" +
 	"\rfeedback_kind\x18\x06 \x01(\tR\ffeedbackKind\x12\x12\n" +
 	"\x04note\x18\a \x01(\tR\x04note\x12#\n" +
 	"\rprompt_tokens\x18\b \x01(\x03R\fpromptTokens\x12+\n" +
-	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\" \n" +
+	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\x12\x19\n" +
+	"\bcall_ids\x18\n" +
+	" \x03(\tR\acallIds\x12\x18\n" +
+	"\afailure\x18\v \x01(\tR\afailure\" \n" +
 	"\x0eRecordResponse\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"m\n" +
 	"\x0eKernelsRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"I\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x14\n" +
+	"\x05study\x18\x03 \x01(\tR\x05study\x12\x16\n" +
+	"\x06passed\x18\x04 \x01(\bR\x06passed\"I\n" +
 	"\x0fKernelsResponse\x126\n" +
 	"\akernels\x18\x01 \x03(\v2\x1c.kbplatform.plugin.v1.KernelR\akernels2\xbc\x04\n" +
 	"\bPlatform\x12c\n" +
