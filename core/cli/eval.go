@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kbplatform/kbplatform/core/contract"
 	"github.com/kbplatform/kbplatform/core/pipeline"
+	"github.com/kbplatform/kbplatform/core/record"
 	"github.com/kbplatform/kbplatform/core/store"
 	"github.com/kbplatform/kbplatform/examples/kernels"
 )
@@ -29,7 +31,9 @@ func (a *app) evalCmd() *cobra.Command {
 		Long: `Evaluate one or more ModelNew files against a task, or (--examples) every bundled example
 kernel that runs on the device. Each evaluation checks correctness over several seeds and input
 distributions in an isolated process, times candidate and PyTorch eager the same way, and stores
-the record in the database. Exit status 3 means at least one kernel failed its verdict.`,
+the record in the database. Exit status 3 means at least one kernel failed its verdict; 4 means
+no kernel failed but some evaluations got no verdict because the task, the platform or the
+environment failed (the record says which).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if examples == (taskID != "" || len(kernelFiles) > 0) {
@@ -49,7 +53,10 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			if err != nil {
 				return err
 			}
-			device := a.device(hw)
+			device, err := a.pickDevice(hw)
+			if err != nil {
+				return err
+			}
 			var jobs []pipeline.Job
 			if examples {
 				entries, err := kernels.Load()
@@ -92,26 +99,31 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			}
 			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
 			var stored []*store.Evaluation
-			failed := 0
+			var failed, noVerdict int
 			ev := pipeline.Target{Target: target.Target(), Config: a.cfg.Contract, Progress: a.progressSince(time.Now())}
 			runner := &pipeline.Runner{Eval: ev, CompileWorkers: a.cfg.CompileWorkers}
+			rec := a.recorder(st, target)
 			var storeErr error
 			interrupted := 0
 			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
-				if o.Result.ErrorClass == contract.ClassInterrupted {
+				ev, err := rec.Record(a.ctx, record.Attempt{Task: o.Job.Task, Kernel: o.Job.Kernel, Device: o.Job.Device, Config: a.cfg.Contract, Result: o.Result})
+				if errors.Is(err, record.ErrInterrupted) {
 					interrupted++ // says nothing about the kernel: not stored
 					return
 				}
-				rec, err := a.storeResult(st, o.Result, o.Job.Kernel)
 				if err != nil && storeErr == nil {
 					storeErr = err
 				}
-				stored = append(stored, rec)
-				if o.Result.Verdict != contract.Pass {
+				stored = append(stored, ev)
+				switch ev.Blame {
+				case "":
+				case record.BlameKernel:
 					failed++
+				default:
+					noVerdict++
 				}
 				if !asJSON && len(jobs) > 1 {
-					a.progress("[%d/%d] %s %s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, shortVerdict(o.Result))
+					a.progress("[%d/%d] %s %s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, shortVerdict(ev.Result))
 				}
 			})
 			if storeErr != nil {
@@ -137,10 +149,7 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			if interrupted > 0 {
 				return exitError{code: 130, msg: "interrupted"}
 			}
-			if failed > 0 {
-				return exitError{code: 3, msg: fmt.Sprintf("%d of %d evaluations did not pass", failed, len(stored))}
-			}
-			return nil
+			return verdictExit(failed, noVerdict, len(stored), "evaluations")
 		},
 	}
 	cmd.Flags().StringVar(&taskID, "task", "", "task id (see `tasks list`) or a task .py file")
@@ -164,15 +173,6 @@ func readKernel(path string) (contract.Kernel, error) {
 	return contract.Kernel{Hash: hex.EncodeToString(h[:]), Source: string(b), Name: abs}, nil
 }
 
-// storeResult writes the kernel and the evaluation; the record is durable when this returns.
-func (a *app) storeResult(st *store.Store, res *contract.Result, k contract.Kernel) (*store.Evaluation, error) {
-	if err := st.PutKernel(store.KernelRecord{Hash: k.Hash, Source: k.Source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
-		return &store.Evaluation{Result: res}, err
-	}
-	ev := &store.Evaluation{Target: a.v.GetString("target") + "/" + res.Device, Result: res}
-	return ev, st.PutEvaluation(ev)
-}
-
 func shortVerdict(r *contract.Result) string {
 	switch {
 	case r.Verdict == contract.Pass && r.Timing != nil:
@@ -180,7 +180,7 @@ func shortVerdict(r *contract.Result) string {
 	case r.Verdict == contract.Pass:
 		return "PASS"
 	case r.Verdict == contract.VerdictError:
-		return "ERROR " + r.ErrorClass
+		return "ERROR " + r.ErrorClass + " (not the kernel's)"
 	}
 	return "FAIL " + r.ErrorClass
 }
@@ -215,7 +215,7 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 		}
 		fmt.Fprintf(w, "verdict   PASS — correct on %d/%d trials (%s), %d timed outputs re-checked\n", n, n, trialSummary(r), checked)
 	case contract.VerdictError:
-		fmt.Fprintf(w, "verdict   ERROR (no verdict) — %s during %s\n", r.ErrorClass, r.Phase)
+		fmt.Fprintf(w, "verdict   ERROR (no verdict: %s) — %s during %s\n", blameText(ev), r.ErrorClass, r.Phase)
 	default:
 		fmt.Fprintf(w, "verdict   FAIL — %s during %s\n", r.ErrorClass, r.Phase)
 	}

@@ -146,13 +146,17 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if f.Device != "" && !cmd.Flags().Changed("device") && os.Getenv("KBP_DEVICE") == "" {
 				device = f.Device
 			}
-			if device == "" || device == "auto" {
+			{
 				t, hw, err := a.target(pm)
 				if err != nil {
 					return err
 				}
-				device = a.device(hw)
+				a.cfg.Device = device
+				device, err = a.pickDevice(hw)
 				t.Close()
+				if err != nil {
+					return err
+				}
 			}
 			size := a.cfg.Size
 			if f.Size != "" && !cmd.Flags().Changed("size") {
@@ -212,29 +216,45 @@ func (a *app) studyRunCmd() *cobra.Command {
 
 func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCORRECT\tBEST SPEEDUP\tBEST EVALUATION")
+	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCORRECT\tBEST SPEEDUP\tBEST EVALUATION\tREASON")
 	for _, o := range rep.Outcomes {
 		status := "done"
+		reason := o.Reason
 		switch {
+		case o.Blame != "":
+			status = "no verdict (" + o.Blame + ")"
 		case o.Error != "":
-			status = "error: " + firstLines(o.Error, 1, 80)[0]
+			status = "error"
+			reason = o.Error
 		case o.Skipped:
 			status = "done (earlier run)"
 		case !o.Done:
 			status = "not run"
 		}
-		speed, best := "-", "-"
+		speed, best, correct := "-", "-", "no"
 		if o.Correct {
+			correct = "yes"
 			speed = fmt.Sprintf("%.2fx", o.BestSpeedup)
 			if len(o.BestEval) >= 12 {
 				best = o.BestEval[:12]
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\n", o.Task, status, o.Attempts, o.Correct, speed, best)
+		if o.Blame != "" {
+			correct = "-"
+		}
+		if reason == "" {
+			reason = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.Task, status, o.Attempts, correct, speed, best, firstLines(reason, 1, 100)[0])
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", rep.Study,
-		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), len(rep.Outcomes))
+	judged := study.Judged(rep.Outcomes)
+	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks", rep.Study,
+		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), judged)
+	if n := len(rep.Outcomes) - judged; n > 0 {
+		fmt.Fprintf(w, "; %d without a verdict about any kernel, left out", n)
+	}
+	fmt.Fprintln(w, ")")
 }
 
 func (a *app) studyListCmd() *cobra.Command {

@@ -224,7 +224,10 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			device := a.device(hw)
+			device, err := a.pickDevice(hw)
+			if err != nil {
+				return err
+			}
 			var reports []*contract.Validation
 			failed := 0
 			w := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)

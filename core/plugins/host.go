@@ -191,6 +191,7 @@ func (m *Manager) client(spec Spec) (*plugin.Client, *sdk.Remote, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  sdk.DialOptions(),
 		Logger:           m.opt.Logger.Named(spec.Ref()),
 		StartTimeout:     2 * time.Minute,
 	}
@@ -545,6 +546,7 @@ func (m *Manager) inspect(spec Spec) (sdk.Info, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  sdk.DialOptions(),
 		Logger:           m.opt.Logger.Named("inspect"),
 		StartTimeout:     time.Minute,
 	})

@@ -267,11 +267,13 @@ func (s *Store) Kernel(hash string) (KernelRecord, error) {
 // Evaluation is a stored evaluation.
 type Evaluation struct {
 	ID       string           `json:"id"`
-	Target   string           `json:"target"`   // e.g. local/cpu
+	Target   string           `json:"target"`   // the target plugin's name and the device: local/cpu
 	Platform string           `json:"platform"` // fingerprint key
 	StoredAt time.Time        `json:"stored_at"`
 	Result   *contract.Result `json:"result"`
 	Study    string           `json:"study,omitempty"`
+	// Blame says whose failure it was: kernel, or (verdict error) task, platform, environment.
+	Blame string `json:"blame,omitempty"`
 }
 
 // UnitKey identifies what an evaluation measured: kernel × task × size × platform × contract.

@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/kbplatform/kbplatform/core/plugins"
+	"github.com/kbplatform/kbplatform/core/record"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -86,6 +88,11 @@ type TaskOutcome struct {
 	BestSpeedup float64 `json:"best_speedup,omitempty"`
 	BestEval    string  `json:"best_evaluation,omitempty"`
 	Error       string  `json:"error,omitempty"`
+	// Blame is set when the task has no verdict about any kernel because something else failed
+	// (task, platform, environment): such a task counts in no fast_p.
+	Blame string `json:"blame,omitempty"`
+	// Reason is the strategy's note for a finished task, or why it has no verdict.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Report summarises a study run.
@@ -200,48 +207,101 @@ func Summarize(st *store.Store, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	done := map[string]bool{}
+	done := map[string]store.Unit{}
 	for _, u := range units {
-		done[u.Task] = true
+		done[u.Task] = u
 	}
 	idx := map[string]int{}
 	for i := range rep.Outcomes {
-		idx[rep.Outcomes[i].Task] = i
-		rep.Outcomes[i].Attempts = 0
-		rep.Outcomes[i].Done = rep.Outcomes[i].Done || done[rep.Outcomes[i].Task]
+		o := &rep.Outcomes[i]
+		idx[o.Task] = i
+		o.Attempts = 0
+		u, ok := done[o.Task]
+		o.Done = o.Done || ok
+		if ok && o.Reason == "" {
+			o.Reason = u.Note
+		}
 	}
 	for _, a := range atts {
 		if i, ok := idx[a.Task]; ok {
 			rep.Outcomes[i].Attempts++
 		}
 	}
+	judged := map[string]bool{}  // a verdict about some kernel of the task
+	blamed := map[string]string{} // the last failure that was not a kernel's, and why
 	for _, ev := range evs {
 		i, ok := idx[ev.Result.Task.ID]
-		if !ok || ev.Result.Verdict != sdk.Pass || ev.Result.Timing == nil {
+		if !ok {
 			continue
 		}
 		o := &rep.Outcomes[i]
+		b := ev.Blame
+		if b == "" {
+			b = record.BlameOf(ev.Result)
+		}
+		if b == "" || b == record.BlameKernel {
+			judged[o.Task] = true
+		} else {
+			o.Blame, blamed[o.Task] = b, ev.Result.ErrorClass+": "+firstLine(ev.Result.Message)
+		}
+		if ev.Result.Verdict != sdk.Pass || ev.Result.Timing == nil {
+			continue
+		}
 		o.Correct = true
 		if ev.Result.Timing.Speedup > o.BestSpeedup {
 			o.BestSpeedup, o.BestEval = ev.Result.Timing.Speedup, ev.ID
 		}
 	}
+	for i := range rep.Outcomes {
+		o := &rep.Outcomes[i]
+		switch {
+		case judged[o.Task]:
+			o.Blame = ""
+		case o.Blame != "":
+			o.Reason = blamed[o.Task]
+		case o.Error != "":
+			// The strategy or the model failed before any kernel was judged.
+			o.Blame, o.Reason = record.BlamePlatform, firstLine(o.Error)
+		}
+	}
 	return nil
 }
 
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
 // FastP is KernelBench's fast_p over the outcomes: the fraction of tasks with a correct kernel
-// whose speedup over eager exceeds p (fast_0 is the correctness rate).
+// whose speedup over eager exceeds p (fast_0 is the correctness rate). Tasks without a verdict
+// about any kernel because the task, the platform or the environment failed (Blame) are left out:
+// they say nothing about the model.
 func FastP(outcomes []TaskOutcome, p float64) float64 {
-	if len(outcomes) == 0 {
-		return 0
-	}
-	n := 0
+	n, total := 0, 0
 	for _, o := range outcomes {
+		if o.Blame != "" {
+			continue
+		}
+		total++
 		if o.Correct && (p <= 0 || o.BestSpeedup > p) {
 			n++
 		}
 	}
-	return float64(n) / float64(len(outcomes))
+	if total == 0 {
+		return 0
+	}
+	return float64(n) / float64(total)
+}
+
+// Judged counts the outcomes FastP is computed over.
+func Judged(outcomes []TaskOutcome) int {
+	n := 0
+	for _, o := range outcomes {
+		if o.Blame == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // hostPlatform is what any plugin may ask of the host outside a run: stored kernels.
@@ -351,20 +411,19 @@ func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.E
 	k := sdk.Kernel{Hash: hex.EncodeToString(h[:]), Source: source, Name: fmt.Sprintf("study %s %s: %s", p.study[:8], p.task.ID, label)}
 	res, err := p.target.Evaluate(ctx, sdk.EvaluateRequest{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Recipe: p.recipe},
 		func(m string) { p.progress("    " + m) })
-	if err != nil {
-		return nil, fmt.Errorf("target: %w", err)
-	}
-	res.Task.Source, res.Kernel.Source = p.task.Source, source
-	if res.ErrorClass == sdk.ClassInterrupted {
+	rec := &record.Recorder{Store: p.store, Target: p.targetName, Validator: p.target}
+	ev, rerr := rec.Record(ctx, record.Attempt{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Result: res, Err: err, Study: p.study})
+	if errors.Is(rerr, record.ErrInterrupted) {
 		return nil, fmt.Errorf("%w: the evaluation was interrupted", context.Canceled)
 	}
-	if err := p.store.PutKernel(store.KernelRecord{Hash: k.Hash, Source: source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
-		return nil, err
+	if rerr != nil {
+		return nil, rerr
 	}
-	ev := &store.Evaluation{Target: p.targetName + "/" + p.spec.Device, Result: res, Study: p.study}
-	if err := p.store.PutEvaluation(ev); err != nil {
-		return nil, err
+	if err != nil {
+		// Stored as the platform's failure; the strategy cannot go on without its target.
+		return nil, fmt.Errorf("target (evaluation %s, no verdict): %w", ev.ID[:12], err)
 	}
+	res = ev.Result
 	return &sdk.Evaluation{ID: ev.ID, Result: res, Issues: issues}, nil
 }
 
