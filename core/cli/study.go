@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -185,6 +186,9 @@ func (a *app) studyRunCmd() *cobra.Command {
 					renderStudy(a.out, rep)
 				}
 			}
+			if errors.Is(err, sdk.ErrInvalidConfig) {
+				return fmt.Errorf("%s: %w", configSource(err, file, map[string]bool{"model": mc != nil, "backend": bc != nil, "strategy": sc != nil}), err)
+			}
 			if err != nil {
 				return err
 			}
@@ -212,6 +216,19 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	addContractFlags(cmd)
 	return cmd
+}
+
+// configSource names where the settings a plugin refused came from: its --KIND-config flag or
+// the study file.
+func configSource(err error, file string, fromFlag map[string]bool) string {
+	kind, _, _ := strings.Cut(err.Error(), ":")
+	switch {
+	case fromFlag[kind]:
+		return "--" + kind + "-config"
+	case file != "":
+		return file + " (" + kind + ".config)"
+	}
+	return kind + " settings"
 }
 
 func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {

@@ -141,15 +141,21 @@ func (a *app) tasksShowCmd() *cobra.Command {
 }
 
 func (a *app) tasksImportCmd() *cobra.Command {
+	var origin string
+	var replace bool
 	cmd := &cobra.Command{
-		Use:   "import kernelbench PATH",
+		Use:   "import kernelbench PATH [--origin NAME] [--replace]",
 		Short: "Import the tasks of a KernelBench checkout (its files stay where they are)",
-		Args:  cobra.ExactArgs(2),
+		Long: `Import the tasks of a KernelBench checkout as kernelbench/lN/NAME (or, with --origin NAME,
+as NAME/lN/NAME). Importing the same files again changes nothing. An import that would change
+tasks already stored under the same ids (another checkout, edited files) is refused unless
+--replace is given; use --origin to keep both.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "kernelbench" {
 				return fmt.Errorf("unknown task source %q (supported: kernelbench)", args[0])
 			}
-			rep, err := registry.ImportKernelBench(args[1])
+			rep, err := registry.ImportKernelBenchAs(args[1], origin)
 			if err != nil {
 				return err
 			}
@@ -158,10 +164,26 @@ func (a *app) tasksImportCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			old, err := st.Tasks()
+			if err != nil {
+				return err
+			}
+			stored := map[string]store.TaskRecord{}
+			for _, r := range old {
+				stored[r.ID] = r
+			}
 			now := time.Now().UTC()
 			recs := make([]store.TaskRecord, 0, len(rep.Tasks))
+			var changed []string
 			for _, t := range rep.Tasks {
+				if o, ok := stored[t.ID]; ok && o.Hash != t.Hash {
+					changed = append(changed, fmt.Sprintf("%s (stored from %s on %s)", t.ID, o.Path, o.ImportedAt.Format("2006-01-02")))
+				}
 				recs = append(recs, store.TaskRecord{ID: t.ID, Origin: t.Origin, Path: t.Path, Source: t.Source, Hash: t.Hash, Meta: t.Meta, ImportedAt: now})
+			}
+			if len(changed) > 0 && !replace {
+				return fmt.Errorf("this import would change %d stored task(s), e.g. %s; nothing was imported. Pass --replace to overwrite them (their evaluations stay, under the old task hash), or --origin NAME to import beside them",
+					len(changed), changed[0])
 			}
 			if err := st.PutTasks(recs); err != nil {
 				return err
@@ -187,10 +209,15 @@ func (a *app) tasksImportCmd() *cobra.Command {
 			for _, p := range bad {
 				fmt.Fprintf(a.out, "invalid %s: %s\n", p, rep.Invalid[p])
 			}
-			fmt.Fprintln(a.out, "run `kbplatform tasks validate --origin kernelbench` to execute their references")
+			if len(changed) > 0 {
+				fmt.Fprintf(a.out, "replaced %d task(s) whose source changed\n", len(changed))
+			}
+			fmt.Fprintf(a.out, "run `kbplatform tasks validate --origin %s` to execute their references\n", origin)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&origin, "origin", registry.OriginKernelBench, "origin, and id prefix, of the imported tasks")
+	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite stored tasks whose source differs")
 	return cmd
 }
 

@@ -227,7 +227,7 @@ func Summarize(st *store.Store, rep *Report) error {
 			rep.Outcomes[i].Attempts++
 		}
 	}
-	judged := map[string]bool{}  // a verdict about some kernel of the task
+	judged := map[string]bool{}   // a verdict about some kernel of the task
 	blamed := map[string]string{} // the last failure that was not a kernel's, and why
 	for _, ev := range evs {
 		i, ok := idx[ev.Result.Task.ID]
