@@ -66,6 +66,21 @@ no verdict because the task, the platform or the environment failed (as for eval
 			if err != nil {
 				return err
 			}
+			var cts []sdk.Task
+			for _, t := range list {
+				ct, err := t.Contract(t.PickSize(a.cfg.Size, device))
+				if err != nil {
+					return err
+				}
+				cts = append(cts, ct)
+			}
+			if g := a.guardMemory(device, cts); g != nil {
+				for i, ct := range cts {
+					if why := g.refuse(ct, list[i]); why != "" {
+						return fmt.Errorf("refused, nothing was run: %s", why)
+					}
+				}
+			}
 			progress := a.progressSince(time.Now())
 			var out []store.Baseline
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)

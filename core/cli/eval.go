@@ -19,6 +19,7 @@ import (
 	"github.com/kbplatform/kbplatform/core/record"
 	"github.com/kbplatform/kbplatform/core/store"
 	"github.com/kbplatform/kbplatform/examples/kernels"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 func (a *app) evalCmd() *cobra.Command {
@@ -58,6 +59,7 @@ environment failed (the record says which).`,
 				return err
 			}
 			var jobs []pipeline.Job
+			skipped := map[string]int{} // bundled kernels that cannot run on this device, by backend
 			if examples {
 				entries, err := kernels.Load()
 				if err != nil {
@@ -65,6 +67,7 @@ environment failed (the record says which).`,
 				}
 				for _, e := range entries {
 					if !e.Runs(device) {
+						skipped[e.Backend]++
 						continue
 					}
 					t, err := reg.Get(e.Task)
@@ -95,6 +98,18 @@ environment failed (the record says which).`,
 						return err
 					}
 					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: k, Device: device})
+				}
+			}
+			var cts []sdk.Task
+			for _, j := range jobs {
+				cts = append(cts, j.Task)
+			}
+			if g := a.guardMemory(device, cts); g != nil {
+				for _, j := range jobs {
+					rt, _ := reg.Get(j.Task.ID)
+					if why := g.refuse(j.Task, rt); why != "" {
+						return fmt.Errorf("refused, nothing was run: %s", why)
+					}
 				}
 			}
 			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
@@ -146,14 +161,17 @@ environment failed (the record says which).`,
 			if err != nil {
 				return err
 			}
+			if examples && !asJSON {
+				a.examplesNotes(device, skipped)
+			}
 			if interrupted > 0 {
-				return exitError{code: 130, msg: "interrupted"}
+				return exitError{code: exitInterrupted, msg: "interrupted"}
 			}
 			return verdictExit(failed, noVerdict, len(stored), "evaluations")
 		},
 	}
-	cmd.Flags().StringVar(&taskID, "task", "", "task id (see `tasks list`) or a task .py file")
-	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate file defining ModelNew (repeatable)")
+	cmd.Flags().StringVar(&taskID, "task", "", "task `ID` (kbplatform tasks list shows them) or a task .py file")
+	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate `FILE` defining ModelNew (repeatable)")
 	cmd.Flags().BoolVar(&examples, "examples", false, "evaluate the bundled example kernels that run on the device")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored record(s) as JSON")
 	addContractFlags(cmd)

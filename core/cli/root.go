@@ -212,6 +212,9 @@ func resolve(v *viper.Viper) (*settings, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if sh := v.GetFloat64("memory_share"); sh <= 0 || sh > 1 {
+		return nil, fmt.Errorf("memory_share %v: want the share of RAM a CPU evaluation may need, above 0 and at most 1", sh)
+	}
 	s.Contract = c
 	return s, nil
 }
@@ -274,6 +277,32 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.versionCmd(), a.configCmd(), a.tasksCmd(), a.evalCmd(), a.baselineCmd(), a.resultsCmd(),
 		a.pluginsCmd(), a.pluginCmd(), a.studyCmd())
 	return root
+}
+
+// groupCmd is a command that only holds subcommands. Cobra would print its help and exit 0 for a
+// word it does not know (`results delete x`); this refuses it, naming what was meant.
+func groupCmd(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			var names []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			if n := sdk.Nearest(args[0], names); n != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", n)
+			}
+			return fmt.Errorf("%s; its commands: %s", msg, strings.Join(names, ", "))
+		},
+	}
 }
 
 // addContractFlags adds the flags that tune the contract.

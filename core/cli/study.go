@@ -18,7 +18,7 @@ import (
 )
 
 func (a *app) studyCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "study", Short: "Run studies (tasks × model × backend × strategy × target) through plugins"}
+	cmd := groupCmd("study", "Run studies (tasks × model × backend × strategy × target) through plugins")
 	cmd.AddCommand(a.studyRunCmd(), a.studyListCmd(), a.studyShowCmd())
 	return cmd
 }
@@ -147,11 +147,13 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if f.Device != "" && !cmd.Flags().Changed("device") && os.Getenv("KBP_DEVICE") == "" {
 				device = f.Device
 			}
+			var contractVersion string
 			{
 				t, hw, err := a.target(pm)
 				if err != nil {
 					return err
 				}
+				contractVersion = study.ContractOf(hw)
 				a.cfg.Device = device
 				device, err = a.pickDevice(hw)
 				t.Close()
@@ -163,12 +165,33 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if f.Size != "" && !cmd.Flags().Changed("size") {
 				size = f.Size
 			}
+			var cts []sdk.Task
+			var rts []*registry.Task
+			for _, id := range f.Tasks {
+				t, err := reg.Get(id)
+				if err != nil {
+					return err
+				}
+				ct, err := t.Contract(t.PickSize(size, device))
+				if err != nil {
+					return err
+				}
+				cts, rts = append(cts, ct), append(rts, t)
+			}
+			if g := a.guardMemory(device, cts); g != nil {
+				for i, ct := range cts {
+					if why := g.refuse(ct, rts[i]); why != "" {
+						return fmt.Errorf("refused, nothing was run: %s", why)
+					}
+				}
+			}
 			targetRef := f.Target.ref("target", a.v.GetString("target"), nil)
 			if targetRef.Ref == "target/local" && targetRef.Config == nil {
 				targetRef.Config = a.targetConfig()
 			}
 			spec := study.Spec{
 				Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
+				ContractVersion: contractVersion,
 				Model:    f.Model.ref("model", "", mc),
 				Backend:  f.Backend.ref("backend", "cpp", bc),
 				Strategy: f.Strategy.ref("strategy", "oneshot", sc),

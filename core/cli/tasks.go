@@ -13,6 +13,7 @@ import (
 	"github.com/kbplatform/kbplatform/core/contract"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 func taskFromRecord(r store.TaskRecord) (*registry.Task, error) {
@@ -28,7 +29,7 @@ func taskFromRecord(r store.TaskRecord) (*registry.Task, error) {
 }
 
 func (a *app) tasksCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "tasks", Short: "List, show, import and validate tasks"}
+	cmd := groupCmd("tasks", "List, show, import and validate tasks")
 	cmd.AddCommand(a.tasksListCmd(), a.tasksShowCmd(), a.tasksImportCmd(), a.tasksValidateCmd())
 	return cmd
 }
@@ -255,35 +256,59 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cts := make([]sdk.Task, len(list))
+			for i, t := range list {
+				if cts[i], err = t.Contract(t.PickSize(a.cfg.Size, device)); err != nil {
+					return err
+				}
+			}
+			guard := a.guardMemory(device, cts)
 			var reports []*contract.Validation
-			failed := 0
+			var failed, refused, notRun int
 			w := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			if !asJSON {
 				fmt.Fprintln(w, "TASK\tSIZE\tSTATUS\tOUTPUT\tNOTES")
 			}
 			for i, t := range list {
-				size := t.PickSize(a.cfg.Size, device)
-				ct, err := t.Contract(size)
-				if err != nil {
-					return err
+				ct := cts[i]
+				rep := &contract.Validation{TaskID: t.ID, Size: ct.Size, Device: device}
+				status := ""
+				switch why := guard.refuse(ct, t); {
+				case a.ctx.Err() != nil:
+					status = "not run"
+					notRun++
+				case why != "":
+					status = "REFUSED"
+					rep.Errors = []string{why}
+					refused++
+				default:
+					a.progress("[%d/%d] validating %s (%s) on %s", i+1, len(list), t.ID, ct.Size, device)
+					got, err := target.Target().Validate(a.ctx, ct, device, a.cfg.Contract)
+					switch {
+					case a.ctx.Err() != nil:
+						// Stopped from outside while it ran: says nothing about the task.
+						status = "not run"
+						notRun++
+					case err != nil:
+						rep.Errors = []string{"target: " + err.Error()}
+					default:
+						rep = got
+					}
 				}
-				a.progress("[%d/%d] validating %s (%s) on %s", i+1, len(list), t.ID, size, device)
-				rep, err := target.Target().Validate(a.ctx, ct, device, a.cfg.Contract)
-				if err != nil {
-					rep = &contract.Validation{TaskID: t.ID, Size: size, Device: device, Errors: []string{"target: " + err.Error()}}
-				}
-				rep.Path = t.Path
-				reports = append(reports, rep)
-				if !rep.OK {
-					failed++
-				}
-				if !asJSON {
-					status := "ok"
+				if status == "" {
+					status = "ok"
 					if !rep.OK {
 						status = "FAIL"
+						failed++
 					}
+				}
+				rep.Path = t.Path
+				if status != "not run" {
+					reports = append(reports, rep)
+				}
+				if !asJSON {
 					notes := strings.Join(append(append([]string{}, rep.Errors...), rep.Warnings...), "; ")
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, size, status, rep.Output, notes)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, ct.Size, status, rep.Output, notes)
 				}
 			}
 			if asJSON {
@@ -292,10 +317,15 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 				}
 			} else {
 				w.Flush()
-				fmt.Fprintf(a.out, "%d tasks, %d failed\n", len(list), failed)
+				fmt.Fprintf(a.out, "%d tasks: %d ok, %d failed, %d refused, %d not run\n", len(list), len(list)-failed-refused-notRun, failed, refused, notRun)
 			}
-			if failed > 0 {
-				return exitError{code: 3, msg: fmt.Sprintf("%d of %d task references failed validation", failed, len(list))}
+			switch {
+			case notRun > 0:
+				return exitError{code: exitInterrupted, msg: fmt.Sprintf("interrupted: %d of %d tasks not run", notRun, len(list))}
+			case failed > 0:
+				return exitError{code: exitKernelFailed, msg: fmt.Sprintf("%d of %d task references failed validation", failed, len(list))}
+			case refused > 0:
+				return exitError{code: exitNoVerdict, msg: fmt.Sprintf("%d of %d tasks refused: they need more memory than this machine allows", refused, len(list))}
 			}
 			return nil
 		},

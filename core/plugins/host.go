@@ -474,8 +474,9 @@ type Candidate struct {
 	Problem string    `json:"problem,omitempty"`
 }
 
-// Scan lists built-ins, bundled binaries and third-party binaries; it starts each binary to read
-// its identity.
+// Scan lists built-ins, bundled binaries and third-party binaries; it starts each binary it trusts
+// (built-in, bundled, locked) to read its identity. An unlocked third-party binary is never
+// started: its kind and name are read from its file name, and `plugins lock` is what trusts it.
 func (m *Manager) Scan(ctx context.Context) ([]Candidate, error) {
 	lock, err := ReadLock(m.opt.LockFile)
 	if err != nil {
@@ -484,6 +485,13 @@ func (m *Manager) Scan(ctx context.Context) ([]Candidate, error) {
 	var out []Candidate
 	add := func(spec Spec, locked bool) {
 		c := Candidate{Spec: spec, Locked: locked}
+		if spec.Source == SourceThirdParty && !locked {
+			rest := strings.TrimPrefix(filepath.Base(spec.Path), BinaryPrefix)
+			c.Kind, c.Name, _ = strings.Cut(rest, "-")
+			c.Version = "?"
+			out = append(out, c)
+			return
+		}
 		info, err := m.inspect(spec)
 		if err != nil {
 			c.Problem = err.Error()

@@ -25,7 +25,9 @@ var kernelBenchLevels = []int{1, 2, 3, 4}
 // folder) as tasks of origin `kernelbench` (ids kernelbench/lN/NAME). Level 4 (Hugging Face
 // models that download weights) is skipped with a message. Files are read, never copied into the
 // project; the caller stores their source.
-func ImportKernelBench(root string) (*ImportReport, error) { return ImportKernelBenchAs(root, OriginKernelBench) }
+func ImportKernelBench(root string) (*ImportReport, error) {
+	return ImportKernelBenchAs(root, OriginKernelBench)
+}
 
 // ImportKernelBenchAs is ImportKernelBench under another origin: ids origin/lN/NAME, so that a
 // second checkout (a fork, another revision) can sit beside the first.

@@ -41,6 +41,22 @@ type Spec struct {
 	Budget   sdk.Budget `json:"budget"`
 	Seed     int64      `json:"seed"`
 	Contract sdk.Config `json:"contract"`
+	// ContractVersion is the version of the contract the target runs (its `contract:` capability).
+	// It is part of the id: a study under a new contract starts afresh and reuses nothing.
+	ContractVersion string `json:"contract_version,omitempty"`
+}
+
+// ContractOf reads the contract version a target advertises ("" when it names none).
+func ContractOf(hw *sdk.Hardware) string {
+	if hw == nil {
+		return ""
+	}
+	for _, c := range hw.Capabilities {
+		if v, ok := strings.CutPrefix(c, "contract:"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // ID is a deterministic hash of everything in the spec but its name.
