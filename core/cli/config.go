@@ -57,7 +57,8 @@ func (a *app) configCmd() *cobra.Command {
 			row("quiet", "%v", c.Quiet)
 			row("log_level", "%s", a.v.GetString("log_level"))
 			row("plugin_lock", "%s", a.v.GetString("plugin_lock"))
-			row("plugin path", "%s", strings.Join(a.pluginDirs(), ":"))
+			row("plugin_dir", "%s", orDefault(strings.Join(a.v.GetStringSlice("plugin_dir"), ":"), "(none)"))
+			row("  plugin path", "%s", strings.Join(a.pluginDirs(), ":"))
 			k := c.Contract
 			row("contract.seeds", "%d", k.Seeds)
 			row("contract.timed_calls", "%d", k.TimedCalls)

@@ -83,11 +83,12 @@ func defaultDirs() (data, cache, work string) {
 	return data, cache, work
 }
 
-func newViper(cmd *cobra.Command) (*viper.Viper, error) {
-	v := viper.New()
+// settingDefaults is every setting a configuration file may hold, with its default (whose type
+// is the setting's type).
+func settingDefaults() map[string]any {
 	data, cache, work := defaultDirs()
 	d := contract.Defaults()
-	defaults := map[string]any{
+	return map[string]any{
 		"db":                       filepath.Join(data, "db"),
 		"python":                   "",
 		"device":                   "auto",
@@ -115,6 +116,11 @@ func newViper(cmd *cobra.Command) (*viper.Viper, error) {
 		"contract.poison":          d.Poison,
 		"contract.log_limit":       d.LogLimit,
 	}
+}
+
+func newViper(cmd *cobra.Command) (*viper.Viper, error) {
+	v := viper.New()
+	defaults := settingDefaults()
 	for k, val := range defaults {
 		v.SetDefault(k, val)
 	}

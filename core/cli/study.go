@@ -192,10 +192,10 @@ func (a *app) studyRunCmd() *cobra.Command {
 			spec := study.Spec{
 				Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
 				ContractVersion: contractVersion,
-				Model:    f.Model.ref("model", "", mc),
-				Backend:  f.Backend.ref("backend", "cpp", bc),
-				Strategy: f.Strategy.ref("strategy", "oneshot", sc),
-				Target:   targetRef,
+				Model:           f.Model.ref("model", "", mc),
+				Backend:         f.Backend.ref("backend", "cpp", bc),
+				Strategy:        f.Strategy.ref("strategy", "oneshot", sc),
+				Target:          targetRef,
 			}
 			a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), spec.Model.Ref, spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
 			start := time.Now()

@@ -477,7 +477,11 @@ type Candidate struct {
 // Scan lists built-ins, bundled binaries and third-party binaries; it starts each binary it trusts
 // (built-in, bundled, locked) to read its identity. An unlocked third-party binary is never
 // started: its kind and name are read from its file name, and `plugins lock` is what trusts it.
-func (m *Manager) Scan(ctx context.Context) ([]Candidate, error) {
+func (m *Manager) Scan(ctx context.Context) ([]Candidate, error) { return m.scan(ctx, false) }
+
+// scan is Scan; startUnlocked starts unlocked third-party binaries too (for LockAll, which is the
+// user's decision to trust them).
+func (m *Manager) scan(ctx context.Context, startUnlocked bool) ([]Candidate, error) {
 	lock, err := ReadLock(m.opt.LockFile)
 	if err != nil {
 		return nil, err
@@ -485,7 +489,7 @@ func (m *Manager) Scan(ctx context.Context) ([]Candidate, error) {
 	var out []Candidate
 	add := func(spec Spec, locked bool) {
 		c := Candidate{Spec: spec, Locked: locked}
-		if spec.Source == SourceThirdParty && !locked {
+		if spec.Source == SourceThirdParty && !locked && !startUnlocked {
 			rest := strings.TrimPrefix(filepath.Base(spec.Path), BinaryPrefix)
 			c.Kind, c.Name, _ = strings.Cut(rest, "-")
 			c.Version = "?"
