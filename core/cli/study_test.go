@@ -54,4 +54,15 @@ func TestStudySurvivesACrashingStrategy(t *testing.T) {
 	if code != 3 || !strings.Contains(out, "done (earlier run)") {
 		t.Fatalf("second run: %d\n%s", code, out)
 	}
+	// `study show` says why each task ended as it did, not only that it is done.
+	id := strings.TrimSuffix(strings.Fields(lastLine(out))[1], ":")
+	show, _, code := run(t, env, "study", "show", id)
+	if code != 0 || !strings.Contains(show, "REASON") {
+		t.Fatalf("study show: %d\n%s", code, show)
+	}
+	for _, l := range strings.Split(show, "\n") {
+		if strings.HasPrefix(l, "kbp/l1/relu") && !strings.Contains(l, "pass") {
+			t.Errorf("relu's reason missing: %q", l)
+		}
+	}
 }

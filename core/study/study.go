@@ -245,6 +245,7 @@ func Summarize(st *store.Store, rep *Report) error {
 	}
 	judged := map[string]bool{}   // a verdict about some kernel of the task
 	blamed := map[string]string{} // the last failure that was not a kernel's, and why
+	last := map[string]string{}   // the last verdict about a kernel
 	for _, ev := range evs {
 		i, ok := idx[ev.Result.Task.ID]
 		if !ok {
@@ -257,6 +258,7 @@ func Summarize(st *store.Store, rep *Report) error {
 		}
 		if b == "" || b == record.BlameKernel {
 			judged[o.Task] = true
+			last[o.Task] = describe(ev.Result)
 		} else {
 			o.Blame, blamed[o.Task] = b, ev.Result.ErrorClass+": "+firstLine(ev.Result.Message)
 		}
@@ -273,6 +275,11 @@ func Summarize(st *store.Store, rep *Report) error {
 		switch {
 		case judged[o.Task]:
 			o.Blame = ""
+			if o.Correct {
+				o.Reason = fmt.Sprintf("pass, best %.2fx", o.BestSpeedup)
+			} else if o.Reason == "" {
+				o.Reason = last[o.Task]
+			}
 		case o.Blame != "":
 			o.Reason = blamed[o.Task]
 		case o.Error != "":
@@ -281,6 +288,18 @@ func Summarize(st *store.Store, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// describe is a one-line account of a verdict.
+func describe(r *sdk.Result) string {
+	if r.Verdict == sdk.Pass {
+		return "pass"
+	}
+	d := r.Verdict + " " + r.ErrorClass
+	if m := firstLine(r.Message); m != "" {
+		d += ": " + m
+	}
+	return d
 }
 
 func firstLine(s string) string {
