@@ -154,6 +154,14 @@ func resultToPB(r *Result) *pb.Result {
 		ErrorClass: r.ErrorClass, Phase: r.Phase, Message: r.Message, Traceback: r.Traceback, Log: r.Log,
 		Tampered: r.Tampered, Warnings: r.Warnings, Fingerprint: structToPB(r.Fingerprint), Config: configToPB(r.Config),
 		Compile: compileToPB(r.Compile), ModelCompileS: r.ModelCompileS}
+	if ph := r.Phases; ph != nil {
+		out.Phases = &pb.Phases{WaitDeviceS: ph.WaitDevice, CandidateStartS: ph.CandidateStart, ReferenceReadyS: ph.ReferenceReady,
+			LoadS: ph.Load, TrialsS: ph.Trials, TimingS: ph.Timing, RechecksS: ph.Rechecks, GpuWorkS: ph.GPUWork, TotalS: ph.Total}
+	}
+	if m := r.Memory; m != nil {
+		out.Memory = &pb.MemoryUse{FootprintBytes: m.Footprint, ReferencePeakBytes: m.ReferencePeak, CandidatePeakBytes: m.CandidatePeak,
+			PeakBytes: m.Peak, DeviceTotalBytes: m.DeviceTotal}
+	}
 	if !r.StartedAt.IsZero() {
 		out.StartedAt = timestamppb.New(r.StartedAt)
 	}
@@ -186,6 +194,14 @@ func resultFromPB(p *pb.Result) *Result {
 		Verdict: p.Verdict, ErrorClass: p.ErrorClass, Phase: p.Phase, Message: p.Message, Traceback: p.Traceback, Log: p.Log,
 		Tampered: p.Tampered, Warnings: p.Warnings, Config: configFromPB(p.Config), Compile: compileFromPB(p.Compile),
 		ModelCompileS: p.ModelCompileS}
+	if ph := p.Phases; ph != nil {
+		r.Phases = &Phases{WaitDevice: ph.WaitDeviceS, CandidateStart: ph.CandidateStartS, ReferenceReady: ph.ReferenceReadyS,
+			Load: ph.LoadS, Trials: ph.TrialsS, Timing: ph.TimingS, Rechecks: ph.RechecksS, GPUWork: ph.GpuWorkS, Total: ph.TotalS}
+	}
+	if m := p.Memory; m != nil {
+		r.Memory = &MemoryUse{Footprint: m.FootprintBytes, ReferencePeak: m.ReferencePeakBytes, CandidatePeak: m.CandidatePeakBytes,
+			Peak: m.PeakBytes, DeviceTotal: m.DeviceTotalBytes}
+	}
 	if fp := structFromPB(p.Fingerprint); fp != nil {
 		r.Fingerprint = Fingerprint(fp)
 	}

@@ -25,6 +25,9 @@ const (
 	ClassReference     = "reference_error"
 	ClassHarness       = "harness_error"
 	ClassInterrupted   = "interrupted"
+	// ClassResource (verdict error): the task does not fit the device next to the harness, or
+	// the reference ran out of device memory. Decided before any candidate code runs.
+	ClassResource = "resource"
 )
 
 // Classes of failures that are not the kernel's, set by the host when it records an evaluation
@@ -129,9 +132,40 @@ type Result struct {
 	Compile     *CompileResult `json:"compile,omitempty"`
 	// ModelCompileS is, for a baseline in a torch.compile mode, the seconds its first call took
 	// (tracing, code generation, autotuning): spent before any trial, never timed.
-	ModelCompileS float64   `json:"model_compile_s,omitempty"`
-	StartedAt     time.Time `json:"started_at"`
-	FinishedAt    time.Time `json:"finished_at"`
+	ModelCompileS float64 `json:"model_compile_s,omitempty"`
+	// Phases says where the evaluation's wall time went; Memory what it held on the device.
+	Phases     *Phases    `json:"phases,omitempty"`
+	Memory     *MemoryUse `json:"memory,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt time.Time  `json:"finished_at"`
+}
+
+// Phases says where an evaluation's wall time went, in seconds from the moment it held the device.
+type Phases struct {
+	WaitDevice     float64   `json:"wait_device_s"`     // waiting for the device's slot, before Total starts
+	CandidateStart float64   `json:"candidate_start_s"` // when the candidate's process was ready
+	ReferenceReady float64   `json:"reference_ready_s"` // when the reference process was ready
+	Load           float64   `json:"load_s"`            // both model builds and the candidate's import
+	Trials         []float64 `json:"trials_s"`          // each correctness trial: calls and comparisons
+	Timing         float64   `json:"timing_s"`          // the timing phase, re-checks included
+	Rechecks       float64   `json:"rechecks_s"`        // the re-checks of timed calls alone
+	// GPUWork is the time inside the correctness and timed calls of both sides (warm-up included,
+	// empty calls not): what an evaluation cannot do without.
+	GPUWork float64 `json:"gpu_work_s"`
+	Total   float64 `json:"total_s"`
+}
+
+// MemoryUse is an evaluation's device memory, as its processes' allocators saw it (CUDA contexts
+// not included). Zero on the CPU.
+type MemoryUse struct {
+	// Footprint is the peak of one eager forward of the task: weights, inputs, outputs and the
+	// forward's own temporaries.
+	Footprint     int64 `json:"footprint_bytes"`
+	ReferencePeak int64 `json:"reference_peak_bytes"`
+	CandidatePeak int64 `json:"candidate_peak_bytes"`
+	// Peak is the sum of both processes' peaks: an upper bound of what they held together.
+	Peak        int64 `json:"peak_bytes"`
+	DeviceTotal int64 `json:"device_total_bytes"`
 }
 
 // CompileResult is the outcome of the compile phase (importing the candidate on the CPU side).

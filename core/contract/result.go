@@ -4,7 +4,7 @@ import "github.com/kbplatform/kbplatform/sdk"
 
 // Version names the contract's semantics. It is part of every evaluation's key: change it when a
 // change to the harness could change a verdict or a timing.
-const Version = "kbp-contract/4"
+const Version = "kbp-contract/5"
 
 // The contract's types live in the public SDK, so that third-party targets produce the same records.
 type (
@@ -20,6 +20,8 @@ type (
 	Config        = sdk.Config
 	Stats         = sdk.Stats
 	Validation    = sdk.Validation
+	Phases        = sdk.Phases
+	MemoryUse     = sdk.MemoryUse
 )
 
 // Error classes and verdicts (docs/contract.md).
@@ -37,6 +39,7 @@ const (
 	ClassReference     = sdk.ClassReference
 	ClassHarness       = sdk.ClassHarness
 	ClassInterrupted   = sdk.ClassInterrupted
+	ClassResource      = sdk.ClassResource
 	Pass               = sdk.Pass
 	Fail               = sdk.Fail
 	VerdictError       = sdk.VerdictError

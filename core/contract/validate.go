@@ -33,10 +33,18 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if err != nil {
 		return fail(err.Error())
 	}
-	if _, err := ref.p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": 1, "mode": "eager"}); err != nil {
-		_, msg, _ := describeErr(err)
+	resp, err := ref.p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": 1, "mode": "eager"})
+	if err != nil {
+		cls, msg, _ := describeErr(err)
 		ref.p.kill()
+		if cls == ClassResource {
+			return fail("the task does not fit " + device + ": " + msg)
+		}
 		return fail("the reference does not build: " + msg)
+	}
+	ref.noteLoad(resp)
+	if msg := ref.fits(); msg != "" {
+		return fail(msg)
 	}
 	dists := t.Distributions
 	if len(dists) == 0 {
@@ -46,7 +54,7 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if t.Tolerance != nil {
 		cmd["tolerance"] = t.Tolerance
 	}
-	resp, err := ref.p.call(ctx, e.opt.Config.CallTimeout, cmd)
+	resp, err = ref.p.call(ctx, e.opt.Config.CallTimeout, cmd)
 	if err != nil {
 		_, msg, _ := describeErr(err)
 		ref.p.kill()

@@ -9,10 +9,10 @@ import sys
 
 import torch
 
-from . import channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile
+from . import channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile, transport
 
-OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile)
-PROTOCOL = 2
+OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile, transport)
+PROTOCOL = 3
 
 
 def _apply_settings(settings):
@@ -63,7 +63,7 @@ class Worker:
             body = fn(cmd, seq)
         except Exception as e:  # every failure becomes a structured reply
             phase = cmd.get("phase", "call")
-            if isinstance(e, (errors.HarnessError, inputs.InputError, tensorfile.TensorFileError)):
+            if isinstance(e, (errors.HarnessError, inputs.InputError, tensorfile.TensorFileError, transport.TransportError)):
                 body = {"ok": False, "error": dict(errors.describe(e, phase), **{"class": "harness_error"})}
             else:
                 body = harness.error_reply(e, phase)
@@ -86,8 +86,13 @@ class Worker:
             _preload_dynamo()
             self.guard = guard.Guard()
             self.guard.capture(OWN_MODULES + (sys.modules[__name__],))
-        return {"ok": True, "protocol": PROTOCOL, "pid": os.getpid(),
+        return {"ok": True, "protocol": PROTOCOL, "pid": os.getpid(), "ipc": transport.ipc_available(),
                 "fingerprint": fingerprint.collect(self.session.device)}
+
+    def op_prepare(self, cmd, seq):
+        """A spare candidate process: import what every evaluation imports, touch no device."""
+        _preload_dynamo()
+        return {"ok": True}
 
     def op_load(self, cmd, seq):
         s = self.session
@@ -103,6 +108,13 @@ class Worker:
             s.build(cls, int(cmd.get("init_seed", 0)), cmd.get("mode", "eager"))
             if s.model_compile_s is not None:
                 body["model_compile_s"] = s.model_compile_s
+            if self.role == "reference":
+                cmd["phase"] = "footprint"
+                fp = s.footprint(int(cmd.get("init_seed", 0)))
+                if fp is not None:
+                    body["footprint"] = fp
+            s.reset_peak()
+            body["memory"] = s.memory()
         if self.ext is not None:
             body["ext_builds"], body["ext_hits"] = self.ext.builds, self.ext.hits
         if self.role == "candidate":
@@ -110,8 +122,7 @@ class Worker:
         return body
 
     def op_trial(self, cmd, seq):
-        res = self.session.trial(int(cmd["seed"]), cmd["dist"], int(cmd.get("repeat", 1)), cmd["dumps"],
-                                 cmd.get("inputs_dump"))
+        res = self.session.trial(int(cmd["seed"]), cmd["dist"], cmd["dump"], cmd.get("inputs_dump"))
         res["ok"] = True
         res["tampered"] = self.tampered()
         return res
@@ -127,15 +138,20 @@ class Worker:
         return res
 
     def op_dump_last(self, cmd, seq):
-        manifest, late = self.session.dump_last(cmd["dump"])
-        return {"ok": True, "output": manifest, "late_writes": late, "tampered": self.tampered()}
+        res = self.session.dump_last(cmd["dump"], cmd.get("inputs_dump"))
+        res["ok"] = True
+        res["tampered"] = self.tampered()
+        return res
+
+    def op_memory(self, cmd, seq):
+        return {"ok": True, "memory": self.session.memory()}
 
     def op_guard(self, cmd, seq):
         return {"ok": True, "tampered": self.tampered()}
 
     def op_compare(self, cmd, seq):
         res = self.session.compare(int(cmd["seed"]), cmd["dist"], cmd["output"], cmd.get("tolerance"),
-                                   cmd.get("strides", "any"), cmd.get("repeat"), cmd.get("inputs"))
+                                   cmd.get("strides", "any"), cmd.get("inputs"))
         res["ok"] = True
         return res
 

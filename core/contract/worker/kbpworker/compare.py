@@ -130,8 +130,92 @@ def _pattern(wrong, shape):
     return info
 
 
+# Elements per comparison chunk. A chunk's temporaries (a few float32 or bool tensors of this many
+# elements) are what the comparison costs beyond the two tensors themselves: 64 MiB-scale, not a
+# float copy of the whole output (KernelBench's 6.4 GB ReLU output once needed 24 GiB here).
+CHUNK = 1 << 23
+
+
+def _chunks(out, ref):
+    """Yield (offset, out_chunk, ref_chunk) as flat views in index order, copying at most one
+    chunk at a time (a non-contiguous output is read one slice of its first dimension at a time)."""
+    n = ref.numel()
+    if out.is_contiguous() and ref.is_contiguous():
+        fo, fr = out.reshape(-1), ref.reshape(-1)
+        for i in range(0, n, CHUNK):
+            yield i, fo[i:i + CHUNK], fr[i:i + CHUNK]
+        return
+    if ref.dim() == 0 or ref.shape[0] <= 1:
+        yield 0, out.contiguous().reshape(-1), ref.contiguous().reshape(-1)
+        return
+    inner = n // ref.shape[0]
+    rows = max(1, CHUNK // max(inner, 1))
+    for r in range(0, ref.shape[0], rows):
+        yield r * inner, out[r:r + rows].reshape(-1), ref[r:r + rows].reshape(-1)
+
+
+class _Stats:
+    """Running error statistics over the chunks of one comparison."""
+
+    def __init__(self):
+        self.wrong = 0
+        self.first = None  # flat index of the first wrong element
+        self.both = 0
+        self.sum_abs = 0.0
+        self.sum_rel = 0.0
+        self.max_abs = None
+        self.max_rel = None
+        self.out_nonfinite = 0
+        self.ref_nonfinite = 0
+        self.out_nan = 0
+
+    def fold(self, offset, wrong, diff=None, rel=None, both=None):
+        n = int(wrong.sum())
+        if n and self.first is None:
+            self.first = offset + int(torch.nonzero(wrong)[0])
+        self.wrong += n
+        if diff is not None:
+            nb = int(both.sum())
+            if nb:
+                self.both += nb
+                zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
+                d = torch.where(both, diff, zero)
+                r = torch.where(both, rel, zero)
+                ma, mr = float(d.max()), float(r.max())
+                self.max_abs = ma if self.max_abs is None else max(self.max_abs, ma)
+                self.max_rel = mr if self.max_rel is None else max(self.max_rel, mr)
+                self.sum_abs += float(d.sum(dtype=torch.float64))
+                self.sum_rel += float(r.sum(dtype=torch.float64))
+
+
+def _float_chunk(o, r, atol, rtol, complex_):
+    """Per-element verdicts of one floating chunk, computed in float32 (float64 for float64)."""
+    if complex_:
+        a, b = torch.view_as_real(o), torch.view_as_real(r)
+    else:
+        work = torch.float64 if r.dtype == torch.float64 else torch.float32
+        a, b = o.to(work), r.to(work)
+    fa, fb = torch.isfinite(a), torch.isfinite(b)
+    both = fa & fb
+    diff = torch.where(both, (a - b).abs(), torch.zeros((), dtype=a.dtype, device=a.device))
+    close = both & (diff <= atol + rtol * b.abs())
+    same_nan = torch.isnan(a) & torch.isnan(b)
+    same_inf = torch.isinf(a) & torch.isinf(b) & (torch.sign(a) == torch.sign(b))
+    ok = close | same_nan | same_inf
+    bmag = b.abs()
+    nonfin_a, nonfin_b, nan_a = ~fa, ~fb, torch.isnan(a)
+    if complex_:
+        ok, both, diff, bmag = ok.all(dim=-1), both.all(dim=-1), diff.amax(dim=-1), bmag.amax(dim=-1)
+    rel = diff / (bmag + 1e-12)
+    return ~ok, diff, rel, both, int(nonfin_a.sum()), int(nonfin_b.sum()), int(nan_a.sum())
+
+
 def compare_tensor(out, ref, tol=None, strides="any"):
-    """Compare one output tensor with its reference. Returns a dict with ok and details."""
+    """Compare one output tensor with its reference. Returns a dict with ok and details.
+
+    Works chunk by chunk in (at most) float32, so its memory is a few chunks, whatever the
+    output's size; the full map of wrong elements is built only when something is wrong, as one
+    bool per element, to say where the errors sit."""
     res = {"ok": True, "shape": list(ref.shape), "dtype": str(ref.dtype).replace("torch.", "")}
     if out.dtype != ref.dtype:
         res.update(ok=False, kind="dtype", message="output dtype is %s, expected %s"
@@ -152,52 +236,84 @@ def compare_tensor(out, ref, tol=None, strides="any"):
     res["atol"], res["rtol"] = atol, rtol
     if ref.numel() == 0:
         return res
-    if ref.is_floating_point() or ref.is_complex():
-        work = torch.float64 if ref.dtype == torch.float64 else torch.float32
-        a = out.to(work)
-        b = ref.to(work)
-        if ref.is_complex():
-            a, b = torch.view_as_real(out), torch.view_as_real(ref)
-        fa, fb = torch.isfinite(a), torch.isfinite(b)
-        both = fa & fb
-        diff = torch.where(both, (a - b).abs(), torch.zeros((), dtype=a.dtype, device=a.device))
-        close = both & (diff <= atol + rtol * b.abs())
-        same_nan = torch.isnan(a) & torch.isnan(b)
-        same_inf = torch.isinf(a) & torch.isinf(b) & (torch.sign(a) == torch.sign(b))
-        ok_mask = close | same_nan | same_inf
-        if ref.is_complex():
-            ok_mask = ok_mask.all(dim=-1)
-            both = both.all(dim=-1)
-            diff = diff.amax(dim=-1)
-            b = b.abs().amax(dim=-1)
-        wrong = ~ok_mask
-        n_wrong = int(wrong.sum())
-        nb = int(both.sum())
-        if nb:
-            rel = diff / (b.abs() + 1e-12)
-            res["max_abs_err"] = float(diff[both].max())
-            res["mean_abs_err"] = float(diff[both].sum()) / nb
-            res["max_rel_err"] = float(rel[both].max())
-            res["mean_rel_err"] = float(rel[both].sum()) / nb
-        res["out_nonfinite"] = int((~fa).sum())
-        res["ref_nonfinite"] = int((~fb).sum())
-        res["out_nan"] = int(torch.isnan(a).sum())
-    else:
-        wrong = out != ref
-        n_wrong = int(wrong.sum())
-        if n_wrong:
-            d = (out.to(torch.int64) - ref.to(torch.int64)).abs()
-            res["max_abs_err"] = float(d.max())
-    res["wrong"] = n_wrong
+    floating = ref.is_floating_point() or ref.is_complex()
+    st = _Stats()
+    masks = []  # per-chunk wrong masks, kept only once something is wrong
+    for off, o, r in _chunks(out, ref):
+        if floating:
+            wrong, diff, rel, both, nfa, nfb, nan_a = _float_chunk(o, r, atol, rtol, ref.is_complex())
+            st.fold(off, wrong, diff, rel, both)
+            st.out_nonfinite += nfa
+            st.ref_nonfinite += nfb
+            st.out_nan += nan_a
+        else:
+            wrong = o != r
+            n = int(wrong.sum())
+            if n:
+                d = float((o.to(torch.int64) - r.to(torch.int64)).abs().max())
+                st.max_abs = d if st.max_abs is None else max(st.max_abs, d)
+            st.fold(off, wrong)
+        masks.append((off, wrong if st.wrong else None))
+    if floating:
+        if st.both:
+            res["max_abs_err"] = st.max_abs
+            res["mean_abs_err"] = st.sum_abs / st.both
+            res["max_rel_err"] = st.max_rel
+            res["mean_rel_err"] = st.sum_rel / st.both
+        res["out_nonfinite"] = st.out_nonfinite
+        res["ref_nonfinite"] = st.ref_nonfinite
+        res["out_nan"] = st.out_nan
+    elif st.wrong:
+        res["max_abs_err"] = st.max_abs
+    res["wrong"] = st.wrong
     res["total"] = ref.numel()
-    if n_wrong:
-        flat = int(torch.nonzero(wrong.reshape(-1))[0])
+    if st.wrong:
+        flat = st.first
         idx = _index(flat, list(ref.shape))
-        res.update(ok=False, kind="values", wrong_fraction=n_wrong / ref.numel(), first_wrong_index=idx,
-                   first_wrong_out=_scalar(out.reshape(-1)[flat]), first_wrong_ref=_scalar(ref.reshape(-1)[flat]))
-        res["pattern"] = _pattern(wrong, list(ref.shape))
+        fo = _element(out, idx)
+        fr = _element(ref, idx)
+        res.update(ok=False, kind="values", wrong_fraction=st.wrong / ref.numel(), first_wrong_index=idx,
+                   first_wrong_out=_scalar(fo), first_wrong_ref=_scalar(fr))
+        res["pattern"] = _pattern(_wrong_map(out, ref, atol, rtol, floating), list(ref.shape))
         res["message"] = _message(res)
     return res
+
+
+def _element(t, idx):
+    return t[tuple(idx)] if idx else t
+
+
+def _wrong_map(out, ref, atol, rtol, floating):
+    """The bool map of wrong elements, in the output's shape, built chunk by chunk."""
+    m = torch.empty(ref.numel(), dtype=torch.bool, device=ref.device)
+    for off, o, r in _chunks(out, ref):
+        if floating:
+            w = _float_chunk(o, r, atol, rtol, ref.is_complex())[0]
+        else:
+            w = o != r
+        m[off:off + w.numel()] = w
+    return m.view(ref.shape)
+
+
+def digest(t):
+    """A content hash of a tensor's bytes: the sum of its 32-bit words and the sum of every third
+    word, read in large chunks (two reductions per chunk, no copy of the tensor). Equal contents
+    give equal digests; output finished after a call returned changes them unless its writer
+    crafted the change to cancel out in both sums."""
+    if t.numel() == 0:
+        return [0, 0]
+    flat = t.detach()
+    flat = flat.reshape(-1) if flat.is_contiguous() else flat.contiguous().reshape(-1)
+    words = flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
+    if words.numel() % 4 == 0:
+        words = words.view(torch.int32)
+    s1 = s2 = 0
+    step = 1 << 26
+    for i in range(0, words.numel(), step):
+        w = words[i:i + step]
+        s1 += int(w.sum(dtype=torch.int64))
+        s2 += int(w[(3 - i % 3) % 3::3].sum(dtype=torch.int64))
+    return [s1, s2]
 
 
 def _scalar(x):

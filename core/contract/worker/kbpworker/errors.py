@@ -33,6 +33,8 @@ def classify(exc, phase):
     if mod.startswith("triton") and "compil" in (type(exc).__name__ + mod).lower():
         return "compile_error"
     text = str(exc).lower()
+    if type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text:
+        return "resource"
     if any(m in text for m in MEMORY_FAULTS):
         return "illegal_memory_access"
     if isinstance(exc, LoadError) or (phase == "load" and isinstance(exc, (SyntaxError, ImportError))):

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from . import compare, inputs, tensorfile
+from . import compare, inputs, tensorfile, transport
 from .errors import HarnessError, LoadError, describe
 
 # Captured before any candidate code can run; the harness calls these, never the module attributes.
@@ -63,12 +63,14 @@ class Session:
         self.task = None
         self.model = None
         self.last_output = None
-        self._stage_bufs = None
-        self._time_bufs = None
+        self._last_digest = None
+        self._bufs = None  # the fixed input buffers every call of the candidate's model sees
+        self._held = []  # tensors exported to the reference process, alive until the next call
         self._flush_buf = None
-        self._poison_bytes = 0
         self._ref_cache = []
-        self._snapshot = None
+        self._footprint = None
+        # Outputs stay on the GPU and reach the reference process through CUDA IPC.
+        self.ipc = bool(settings.get("ipc")) and self.device.type == "cuda"
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
             self._ev0 = _Event(enable_timing=True)
@@ -116,7 +118,8 @@ class Session:
             model = _compiled(model, mode)
         self.model = model
         self._ref_cache = []
-        self._stage_bufs = self._time_bufs = None
+        self._bufs = None
+        self._held = []
         if mode != "eager":
             # torch.compile works on the first call. Make that call here, under the load's (long)
             # limit rather than a trial's, and report its time apart: compile time is never timed.
@@ -136,9 +139,11 @@ class Session:
         self.sync()
         return out
 
-    def _stage(self, fresh, bufs):
-        """Copy fresh inputs into persistent buffers, so the candidate sees the same addresses with
-        new contents on every call (a cache keyed on data_ptr returns stale results)."""
+    def _stage(self, fresh):
+        """Copy fresh inputs into the fixed buffers, so the candidate sees the same addresses with
+        new contents on every call (a cache keyed on data_ptr returns stale results). The first
+        call's inputs become the buffers; correctness trials and timed calls share them."""
+        bufs = self._bufs
         if bufs is not None and len(bufs) == len(fresh) and all(
             _isinstance(b, _Tensor) == _isinstance(f, _Tensor)
             and (not _isinstance(f, _Tensor) or (b.shape == f.shape and b.dtype == f.dtype and b.stride() == f.stride()))
@@ -151,24 +156,46 @@ class Session:
                     out.append(b)
                 else:
                     out.append(f)
-            return out
-        return [_clone(f) if _isinstance(f, _Tensor) else f for f in fresh]
+        else:
+            out = list(fresh)
+        self._bufs = out
+        return out
 
-    def _mutated(self, work, pristine):
-        bad = []
-        for i, (w, p) in enumerate(zip(work, pristine)):
-            if _isinstance(p, _Tensor):
-                if w.shape != p.shape or w.dtype != p.dtype or not _equal(w, p):
-                    bad.append(i)
-        return bad
+    def _digests(self, values):
+        return [compare.digest(v) if _isinstance(v, _Tensor) else None for v in values]
+
+    def _release(self):
+        """Let go of what the reference process has read; the next _poison overwrites it."""
+        self._held = []
+        self.last_output = None
 
     def _poison(self):
-        # Fill memory the caching allocator will hand out next with NaN bytes, so an output that
-        # is allocated but never written cannot inherit a previous result.
-        if self.device.type == "cuda" and self.settings.get("poison", True) and self._poison_bytes:
-            block = _empty(self._poison_bytes, dtype=torch.uint8, device=self.device)
+        """Fill the memory the caching allocator will hand out next with NaN bytes, so an output that
+        is allocated but never written cannot inherit an earlier result. That memory is the
+        allocator's free blocks (earlier outputs among them): each is taken once, filled and given
+        back, so poisoning costs no memory beyond what the process already holds."""
+        if self.device.type != "cuda" or not self.settings.get("poison", True):
+            return
+        free = torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
+        if free <= 0:
+            return
+        sizes = []
+        for seg in torch.cuda.memory_snapshot():
+            if seg.get("device", 0) != (self.device.index or 0):
+                continue
+            for blk in seg.get("blocks", ()):
+                if blk.get("state") == "inactive":
+                    sizes.append(int(blk["size"]))
+        sizes.sort(reverse=True)
+        reserved = torch.cuda.memory_reserved(self.device)
+        held = []
+        for n in sizes:
+            block = _empty(n, dtype=torch.uint8, device=self.device)
+            if torch.cuda.memory_reserved(self.device) > reserved:
+                break  # no free block fits any more: the allocator went to the device for more
             block.fill_(255)
-            del block
+            held.append(block)
+        del held
 
     def _flush(self):
         if not self.settings.get("flush_cache", True):
@@ -178,41 +205,43 @@ class Session:
             self._flush_buf = _empty(n, dtype=torch.int8, device=self.device)
         self._flush_buf.zero_()
 
-    def _learn_output_size(self, out):
-        _, leaves = compare.flatten(out)
-        n = sum(t.numel() * t.element_size() for t in leaves if _isinstance(t, _Tensor))
-        self._poison_bytes = max(self._poison_bytes, min(2 * n, 8 << 30))
+    def _export(self, values, base):
+        """Describe values for the reference process and keep them alive until the next call."""
+        sig, leaves = compare.flatten(values)
+        items = []
+        for i, leaf in enumerate(leaves):
+            if _isinstance(leaf, _Tensor):
+                items.append(transport.export(leaf, "%s.%d" % (base, i), self.ipc))
+                self._held.append(leaf)
+            else:
+                items.append({"value": leaf})
+        return {"sig": sig, "leaves": items}
 
-    def trial(self, seed, dist, repeat, dumps, inputs_dump=None):
-        pristine = inputs.make_inputs(self.task, seed, dist, self.device)
-        manifests, mutated = [], []
-        for r in range(repeat):
-            work = self._stage(pristine, self._stage_bufs)
-            self._stage_bufs = work
-            self._poison()
-            out = self._call(work)
-            self._learn_output_size(out)
-            for i in self._mutated(work, pristine):
-                if i not in mutated:
-                    mutated.append(i)
-            manifests.append(dump_output(out, dumps[r]))
-            if r == 0 and inputs_dump:
-                manifests_inputs = dump_output(list(work), inputs_dump)
-            del out
-        res = {"outputs": manifests, "mutated": mutated}
+    def trial(self, seed, dist, dump, inputs_dump=None):
+        """One correctness call. The output (and, if asked, the inputs after the call) stay alive
+        and are exported for the reference process, which compares them while the driver keeps this
+        process stopped. A second trial on the same seed is the nondeterminism check."""
+        self._release()
+        work = self._stage(inputs.make_inputs(self.task, seed, dist, self.device))
+        before = self._digests(work)
+        self._poison()
+        t0 = _perf_ns()
+        out = self._call(work)
+        call_ms = (_perf_ns() - t0) / 1e6
+        mutated = [i for i, (d, w) in enumerate(zip(before, work)) if d is not None and compare.digest(w) != d]
+        res = {"output": self._export(out, dump), "mutated": mutated, "call_ms": call_ms}
         if inputs_dump:
-            res["inputs"] = manifests_inputs
+            res["inputs"] = self._export(list(work), inputs_dump)
         return res
 
     def timed(self, seed, dist, armed, finished, noop=False):
         """One timed call on fresh inputs. armed() is called right before the timed region starts
         and finished() right after it ends: they send the clock channel's marks, which the kernel
         stamps, so the driver's clock brackets the region."""
+        self._ref_cache = []  # the reference's compare cache is rebuilt per re-checked seed
         if not noop:
-            fresh = inputs.make_inputs(self.task, seed, dist, self.device)
-            work = self._stage(fresh, self._time_bufs)
-            self._time_bufs = work
-            self.last_output = None
+            self._release()
+            work = self._stage(inputs.make_inputs(self.task, seed, dist, self.device))
             self._poison()
         self._flush()
         self.sync()
@@ -241,27 +270,58 @@ class Session:
         started = _thread_count() - threads
         if started > 0:
             res["threads_started"] = started
-        if not noop:
-            # Snapshot the result the moment the timed region ends. dump_last compares the live
+        if not noop and self.role == "candidate":
+            # A digest of the result the moment the timed region ended. dump_last compares the live
             # output with it: work finished in the background after the call returned shows up.
+            _, leaves = compare.flatten(out)
             self.last_output = out
-            self._snapshot = _snapshot(out)
-            self.sync()
-            self._learn_output_size(out)
-            res["mutated"] = self._mutated(work, fresh)
+            self._last_digest = self._digests(leaves)
         return res
 
-    def dump_last(self, base):
+    def dump_last(self, base, inputs_dump=None):
+        """Export the last timed call's output (and its inputs) for a re-check, and say whether the
+        output changed after the call returned."""
         if self.last_output is None:
             raise HarnessError("no timed call to dump")
         self.sync()
         _, live = compare.flatten(self.last_output)
-        _, snap = compare.flatten(self._snapshot)
-        late = any(
-            _isinstance(a, _Tensor) and (a.shape != b.shape or not _equal(a, b))
-            for a, b in zip(live, snap)
-        )
-        return dump_output(self._snapshot, base), late
+        late = self._digests(live) != self._last_digest
+        out = self.last_output
+        res = {"output": self._export(out, base), "late_writes": late}
+        if inputs_dump:
+            res["inputs"] = self._export(list(self._bufs), inputs_dump)
+        return res
+
+    def memory(self):
+        """Peak device memory this process's allocator has held since the last load."""
+        if self.device.type != "cuda":
+            return {}
+        free, total = torch.cuda.mem_get_info(self.device)
+        return {"peak_reserved": int(torch.cuda.max_memory_reserved(self.device)),
+                "peak_allocated": int(torch.cuda.max_memory_allocated(self.device)),
+                "free": int(free), "total": int(total)}
+
+    def reset_peak(self):
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def footprint(self, seed):
+        """Peak memory of one eager forward of the task: weights, inputs, outputs and the forward's
+        own temporaries (measured once per process, on the GPU)."""
+        if self.device.type != "cuda":
+            return None
+        if self._footprint is None:
+            self._ref_cache = []
+            self._release()
+            self._bufs = None
+            self.sync()
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(self.device)
+            args = inputs.make_inputs(self.task, seed, "default", self.device)
+            out = self._call(args)
+            del out, args
+            self._footprint = int(torch.cuda.max_memory_allocated(self.device))
+        return self._footprint
 
     # ---- reference side ----------------------------------------------------------------------
 
@@ -269,34 +329,36 @@ class Session:
         for key, val in self._ref_cache:
             if key == (seed, dist):
                 return val
-        pristine = inputs.make_inputs(self.task, seed, dist, self.device)
-        work = [_clone(x) if _isinstance(x, _Tensor) else x for x in pristine]
-        out = self._call(work)
-        sig, leaves = compare.flatten(out)
-        val = (sig, leaves, pristine)
-        self._ref_cache = [((seed, dist), val)] + self._ref_cache[:1]
+        self._ref_cache = []  # one reference output at a time: it can be GBs
+        args = inputs.make_inputs(self.task, seed, dist, self.device)
+        t0 = _perf_ns()
+        out = self._call(args)
+        self.last_ref_ms = (_perf_ns() - t0) / 1e6
+        del args
+        val = compare.flatten(out)
+        self._ref_cache = [((seed, dist), val)]
         return val
 
-    def compare(self, seed, dist, output, tol=None, strides="any", repeat=None, inputs_manifest=None):
-        ref_sig, ref_leaves, pristine = self.reference(seed, dist)
-        res = {}
+    def compare(self, seed, dist, output, tol=None, strides="any", inputs_manifest=None):
+        """Compare a candidate's exported output with the reference for (seed, dist); with
+        inputs_manifest, also check the candidate's inputs after its call against inputs
+        regenerated from the seed. Reports a digest of what was read, for the driver's
+        nondeterminism check across two calls on one input."""
+        self.last_ref_ms = 0.0
+        ref_sig, ref_leaves = self.reference(seed, dist)
+        res = {"ref_call_ms": self.last_ref_ms}
         out_sig, out_leaves = load_output(output, self.device)
         out_leaves, wrong_device = _unplace(out_leaves, self.device)
         if wrong_device:
             res["result"] = {"ok": False, "kind": "device", "message": "; ".join(wrong_device), "leaves": []}
         else:
             res["result"] = compare.compare_leaves(out_sig, out_leaves, ref_sig, ref_leaves, tol, strides)
-        if repeat is not None:
-            rep_sig, rep_leaves = load_output(repeat, self.device)
-            rep_leaves, _ = _unplace(rep_leaves, self.device)
-            res["repeat_result"] = compare.compare_leaves(rep_sig, rep_leaves, ref_sig, ref_leaves, tol, strides)
-            same = compare.compare_leaves(rep_sig, rep_leaves, out_sig, out_leaves, tol, "any")
-            res["repeat_consistent"] = same["ok"]
-            res["repeat_message"] = same.get("message", "")
-            del rep_leaves
+        res["digest"] = [compare.digest(t) if _isinstance(t, _Tensor) else t for t in out_leaves]
+        del out_leaves
         if inputs_manifest is not None:
-            in_sig, in_leaves = load_output(inputs_manifest, self.device)
+            _, in_leaves = load_output(inputs_manifest, self.device)
             in_leaves, _ = _unplace(in_leaves, self.device)
+            pristine = inputs.make_inputs(self.task, seed, dist, self.device)
             _, p_leaves = compare.flatten(list(pristine))
             changed = []
             for i, (a, b) in enumerate(zip(in_leaves, p_leaves)):
@@ -304,7 +366,7 @@ class Session:
                     if not _isinstance(a, _Tensor) or a.shape != b.shape or a.dtype != b.dtype or not _equal(a, b):
                         changed.append(i)
             res["inputs_changed"] = changed
-        del out_leaves
+            del in_leaves, pristine, p_leaves
         return res
 
     def validate(self, dists, seeds, tol=None):
@@ -315,7 +377,7 @@ class Session:
             entry = {"dist": dist}
             outs = []
             for s in seeds:
-                sig, leaves, _ = self.reference(s, dist)
+                sig, leaves = self.reference(s, dist)
                 tensors = [t for t in leaves if _isinstance(t, _Tensor)]
                 nonfinite = sum(int((~torch.isfinite(t)).sum()) for t in tensors if t.is_floating_point())
                 if nonfinite:
@@ -335,14 +397,6 @@ class Session:
             report["distributions"].append(entry)
             self._ref_cache = []
         return report
-
-
-def _snapshot(out):
-    if _isinstance(out, _Tensor):
-        return _clone(out)
-    if _isinstance(out, (list, tuple)):
-        return type(out)(_snapshot(x) for x in out)
-    return out
 
 
 def _compiled(model, mode):
@@ -378,20 +432,6 @@ def _unplace(leaves, device):
     return plain, wrong
 
 
-def dump_output(out, base):
-    """Write every leaf of a forward() result under base; return the manifest."""
-    sig, leaves = compare.flatten(out)
-    items = []
-    for i, leaf in enumerate(leaves):
-        if _isinstance(leaf, _Tensor):
-            path = "%s.%d" % (base, i)
-            meta = tensorfile.write(path, leaf)
-            items.append({"tensor": path, "device": meta["device"]})
-        else:
-            items.append({"value": leaf})
-    return {"sig": sig, "leaves": items}
-
-
 def load_output(manifest, device):
     """Read a manifest written by an untrusted process; validate everything."""
     if not isinstance(manifest, dict) or not isinstance(manifest.get("sig"), str) or not isinstance(manifest.get("leaves"), list):
@@ -400,7 +440,13 @@ def load_output(manifest, device):
     for item in manifest["leaves"]:
         if not isinstance(item, dict):
             raise HarnessError("malformed output manifest entry")
-        if "tensor" in item:
+        if "ipc" in item:
+            try:
+                t = transport.open_ipc(item, device)
+            except transport.TransportError as e:
+                raise tensorfile.TensorFileError(str(e))
+            leaves.append(_Placed(t, item.get("device", "") if isinstance(item.get("device"), str) else ""))
+        elif "tensor" in item:
             path = item["tensor"]
             if not isinstance(path, str):
                 raise HarnessError("malformed tensor path in manifest")

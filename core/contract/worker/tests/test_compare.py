@@ -126,3 +126,49 @@ def test_overflowing_error_statistics_still_travel_as_json():
     assert wire["max_rel_err"] == "inf" and wire["wrong"] == 8
     assert "inf" in r["message"]
     assert channel.jsonable({"a": [float("nan"), float("-inf"), 1.5, (2.0,)]}) == {"a": ["nan", "-inf", 1.5, [2.0]]}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_chunked_comparison_matches_whole(monkeypatch, layout):
+    torch.manual_seed(0)
+    ref = torch.randn(40, 24)
+    out = ref.clone()
+    out[5, 3] += 1.0
+    out[17, 20] = float("nan")
+    out[30:, 22:] -= 0.5
+    if layout == "transposed":
+        out = out.t().contiguous().t()  # same values, column-major strides
+    whole = compare.compare_tensor(out, ref)
+    monkeypatch.setattr(compare, "CHUNK", 7)  # chunks that split rows
+    chunked = compare.compare_tensor(out, ref)
+    assert not chunked["ok"]
+    for key in ("wrong", "first_wrong_index", "max_abs_err", "out_nonfinite", "out_nan", "pattern"):
+        assert chunked[key] == whole[key], key
+    assert chunked["mean_abs_err"] == pytest.approx(whole["mean_abs_err"])
+    assert chunked["first_wrong_index"] == [5, 3]
+
+
+def test_chunked_integers_and_complex(monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK", 5)
+    ref = torch.arange(60, dtype=torch.int32).reshape(6, 10)
+    out = ref.clone()
+    out[4, 9] = 0
+    r = compare.compare_tensor(out, ref)
+    assert not r["ok"] and r["wrong"] == 1 and r["first_wrong_index"] == [4, 9] and r["max_abs_err"] == 49
+    c = torch.randn(8, 8, dtype=torch.complex64)
+    bad = c.clone()
+    bad[7, 1] += 1j
+    r = compare.compare_tensor(bad, c)
+    assert not r["ok"] and r["wrong"] == 1 and r["first_wrong_index"] == [7, 1]
+    assert compare.compare_tensor(c.clone(), c)["ok"]
+
+
+def test_digest_sees_any_change():
+    t = torch.randn(1000)
+    d = compare.digest(t)
+    assert compare.digest(t.clone()) == d
+    for i in (0, 1, 2, 999):
+        u = t.clone()
+        u[i] += 1.0
+        assert compare.digest(u) != d, i
+    assert compare.digest(torch.ones(3, dtype=torch.float16)) != compare.digest(torch.zeros(3, dtype=torch.float16))

@@ -959,6 +959,9 @@ type Result struct {
 	// Baselines in a torch.compile mode: seconds the first call took (tracing, code generation,
 	// autotuning), spent before any trial and kept out of every timing.
 	ModelCompileS float64 `protobuf:"fixed64,21,opt,name=model_compile_s,json=modelCompileS,proto3" json:"model_compile_s,omitempty"`
+	// Where the evaluation's wall time went, and what it held on the device.
+	Phases        *Phases    `protobuf:"bytes,40,opt,name=phases,proto3" json:"phases,omitempty"`
+	Memory        *MemoryUse `protobuf:"bytes,41,opt,name=memory,proto3" json:"memory,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1140,6 +1143,206 @@ func (x *Result) GetModelCompileS() float64 {
 	return 0
 }
 
+func (x *Result) GetPhases() *Phases {
+	if x != nil {
+		return x.Phases
+	}
+	return nil
+}
+
+func (x *Result) GetMemory() *MemoryUse {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
+// Seconds from the moment an evaluation held its device (wait_device before that).
+type Phases struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	WaitDeviceS     float64                `protobuf:"fixed64,1,opt,name=wait_device_s,json=waitDeviceS,proto3" json:"wait_device_s,omitempty"`
+	CandidateStartS float64                `protobuf:"fixed64,2,opt,name=candidate_start_s,json=candidateStartS,proto3" json:"candidate_start_s,omitempty"`
+	ReferenceReadyS float64                `protobuf:"fixed64,3,opt,name=reference_ready_s,json=referenceReadyS,proto3" json:"reference_ready_s,omitempty"`
+	LoadS           float64                `protobuf:"fixed64,4,opt,name=load_s,json=loadS,proto3" json:"load_s,omitempty"`
+	TrialsS         []float64              `protobuf:"fixed64,5,rep,packed,name=trials_s,json=trialsS,proto3" json:"trials_s,omitempty"`
+	TimingS         float64                `protobuf:"fixed64,6,opt,name=timing_s,json=timingS,proto3" json:"timing_s,omitempty"`
+	RechecksS       float64                `protobuf:"fixed64,7,opt,name=rechecks_s,json=rechecksS,proto3" json:"rechecks_s,omitempty"`
+	GpuWorkS        float64                `protobuf:"fixed64,8,opt,name=gpu_work_s,json=gpuWorkS,proto3" json:"gpu_work_s,omitempty"`
+	TotalS          float64                `protobuf:"fixed64,9,opt,name=total_s,json=totalS,proto3" json:"total_s,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Phases) Reset() {
+	*x = Phases{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Phases) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Phases) ProtoMessage() {}
+
+func (x *Phases) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Phases.ProtoReflect.Descriptor instead.
+func (*Phases) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Phases) GetWaitDeviceS() float64 {
+	if x != nil {
+		return x.WaitDeviceS
+	}
+	return 0
+}
+
+func (x *Phases) GetCandidateStartS() float64 {
+	if x != nil {
+		return x.CandidateStartS
+	}
+	return 0
+}
+
+func (x *Phases) GetReferenceReadyS() float64 {
+	if x != nil {
+		return x.ReferenceReadyS
+	}
+	return 0
+}
+
+func (x *Phases) GetLoadS() float64 {
+	if x != nil {
+		return x.LoadS
+	}
+	return 0
+}
+
+func (x *Phases) GetTrialsS() []float64 {
+	if x != nil {
+		return x.TrialsS
+	}
+	return nil
+}
+
+func (x *Phases) GetTimingS() float64 {
+	if x != nil {
+		return x.TimingS
+	}
+	return 0
+}
+
+func (x *Phases) GetRechecksS() float64 {
+	if x != nil {
+		return x.RechecksS
+	}
+	return 0
+}
+
+func (x *Phases) GetGpuWorkS() float64 {
+	if x != nil {
+		return x.GpuWorkS
+	}
+	return 0
+}
+
+func (x *Phases) GetTotalS() float64 {
+	if x != nil {
+		return x.TotalS
+	}
+	return 0
+}
+
+// Device memory as the evaluation's processes' allocators saw it.
+type MemoryUse struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	FootprintBytes     int64                  `protobuf:"varint,1,opt,name=footprint_bytes,json=footprintBytes,proto3" json:"footprint_bytes,omitempty"`
+	ReferencePeakBytes int64                  `protobuf:"varint,2,opt,name=reference_peak_bytes,json=referencePeakBytes,proto3" json:"reference_peak_bytes,omitempty"`
+	CandidatePeakBytes int64                  `protobuf:"varint,3,opt,name=candidate_peak_bytes,json=candidatePeakBytes,proto3" json:"candidate_peak_bytes,omitempty"`
+	PeakBytes          int64                  `protobuf:"varint,4,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
+	DeviceTotalBytes   int64                  `protobuf:"varint,5,opt,name=device_total_bytes,json=deviceTotalBytes,proto3" json:"device_total_bytes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *MemoryUse) Reset() {
+	*x = MemoryUse{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryUse) ProtoMessage() {}
+
+func (x *MemoryUse) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryUse.ProtoReflect.Descriptor instead.
+func (*MemoryUse) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *MemoryUse) GetFootprintBytes() int64 {
+	if x != nil {
+		return x.FootprintBytes
+	}
+	return 0
+}
+
+func (x *MemoryUse) GetReferencePeakBytes() int64 {
+	if x != nil {
+		return x.ReferencePeakBytes
+	}
+	return 0
+}
+
+func (x *MemoryUse) GetCandidatePeakBytes() int64 {
+	if x != nil {
+		return x.CandidatePeakBytes
+	}
+	return 0
+}
+
+func (x *MemoryUse) GetPeakBytes() int64 {
+	if x != nil {
+		return x.PeakBytes
+	}
+	return 0
+}
+
+func (x *MemoryUse) GetDeviceTotalBytes() int64 {
+	if x != nil {
+		return x.DeviceTotalBytes
+	}
+	return 0
+}
+
 type Validation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -1155,7 +1358,7 @@ type Validation struct {
 
 func (x *Validation) Reset() {
 	*x = Validation{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1370,7 @@ func (x *Validation) String() string {
 func (*Validation) ProtoMessage() {}
 
 func (x *Validation) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1383,7 @@ func (x *Validation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Validation.ProtoReflect.Descriptor instead.
 func (*Validation) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{10}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Validation) GetTaskId() string {
@@ -1243,7 +1446,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1458,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1471,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{11}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -1298,7 +1501,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1513,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1526,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Hardware) GetTarget() string {
@@ -1369,7 +1572,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1584,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1597,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Device) GetName() string {
@@ -1460,7 +1663,7 @@ type BuildRecipe struct {
 
 func (x *BuildRecipe) Reset() {
 	*x = BuildRecipe{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1675,7 @@ func (x *BuildRecipe) String() string {
 func (*BuildRecipe) ProtoMessage() {}
 
 func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1688,7 @@ func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRecipe.ProtoReflect.Descriptor instead.
 func (*BuildRecipe) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BuildRecipe) GetEnv() map[string]string {
@@ -1535,7 +1738,7 @@ type Issue struct {
 
 func (x *Issue) Reset() {
 	*x = Issue{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1750,7 @@ func (x *Issue) String() string {
 func (*Issue) ProtoMessage() {}
 
 func (x *Issue) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1763,7 @@ func (x *Issue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Issue.ProtoReflect.Descriptor instead.
 func (*Issue) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Issue) GetSeverity() string {
@@ -1687,7 +1890,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"cache_hits\x18\a \x01(\x05R\tcacheHits\x12\x1f\n" +
 	"\vduration_ns\x18\b \x01(\x03R\n" +
-	"durationNs\"\xf4\x06\n" +
+	"durationNs\"\xe3\a\n" +
 	"\x06Result\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12.\n" +
 	"\x04task\x18\x02 \x01(\v2\x1a.kbplatform.plugin.v1.TaskR\x04task\x124\n" +
@@ -1713,7 +1916,28 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"started_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12&\n" +
-	"\x0fmodel_compile_s\x18\x15 \x01(\x01R\rmodelCompileS\"\xad\x01\n" +
+	"\x0fmodel_compile_s\x18\x15 \x01(\x01R\rmodelCompileS\x124\n" +
+	"\x06phases\x18( \x01(\v2\x1c.kbplatform.plugin.v1.PhasesR\x06phases\x127\n" +
+	"\x06memory\x18) \x01(\v2\x1f.kbplatform.plugin.v1.MemoryUseR\x06memory\"\xa7\x02\n" +
+	"\x06Phases\x12\"\n" +
+	"\rwait_device_s\x18\x01 \x01(\x01R\vwaitDeviceS\x12*\n" +
+	"\x11candidate_start_s\x18\x02 \x01(\x01R\x0fcandidateStartS\x12*\n" +
+	"\x11reference_ready_s\x18\x03 \x01(\x01R\x0freferenceReadyS\x12\x15\n" +
+	"\x06load_s\x18\x04 \x01(\x01R\x05loadS\x12\x19\n" +
+	"\btrials_s\x18\x05 \x03(\x01R\atrialsS\x12\x19\n" +
+	"\btiming_s\x18\x06 \x01(\x01R\atimingS\x12\x1d\n" +
+	"\n" +
+	"rechecks_s\x18\a \x01(\x01R\trechecksS\x12\x1c\n" +
+	"\n" +
+	"gpu_work_s\x18\b \x01(\x01R\bgpuWorkS\x12\x17\n" +
+	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\xe5\x01\n" +
+	"\tMemoryUse\x12'\n" +
+	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\x120\n" +
+	"\x14reference_peak_bytes\x18\x02 \x01(\x03R\x12referencePeakBytes\x120\n" +
+	"\x14candidate_peak_bytes\x18\x03 \x01(\x03R\x12candidatePeakBytes\x12\x1d\n" +
+	"\n" +
+	"peak_bytes\x18\x04 \x01(\x03R\tpeakBytes\x12,\n" +
+	"\x12device_total_bytes\x18\x05 \x01(\x03R\x10deviceTotalBytes\"\xad\x01\n" +
 	"\n" +
 	"Validation\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
@@ -1766,7 +1990,7 @@ func file_kbplatform_plugin_v1_common_proto_rawDescGZIP() []byte {
 	return file_kbplatform_plugin_v1_common_proto_rawDescData
 }
 
-var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Task)(nil),                  // 0: kbplatform.plugin.v1.Task
 	(*Tolerance)(nil),             // 1: kbplatform.plugin.v1.Tolerance
@@ -1778,15 +2002,17 @@ var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Mismatch)(nil),              // 7: kbplatform.plugin.v1.Mismatch
 	(*CompileResult)(nil),         // 8: kbplatform.plugin.v1.CompileResult
 	(*Result)(nil),                // 9: kbplatform.plugin.v1.Result
-	(*Validation)(nil),            // 10: kbplatform.plugin.v1.Validation
-	(*ChatMessage)(nil),           // 11: kbplatform.plugin.v1.ChatMessage
-	(*Hardware)(nil),              // 12: kbplatform.plugin.v1.Hardware
-	(*Device)(nil),                // 13: kbplatform.plugin.v1.Device
-	(*BuildRecipe)(nil),           // 14: kbplatform.plugin.v1.BuildRecipe
-	(*Issue)(nil),                 // 15: kbplatform.plugin.v1.Issue
-	nil,                           // 16: kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*Phases)(nil),                // 10: kbplatform.plugin.v1.Phases
+	(*MemoryUse)(nil),             // 11: kbplatform.plugin.v1.MemoryUse
+	(*Validation)(nil),            // 12: kbplatform.plugin.v1.Validation
+	(*ChatMessage)(nil),           // 13: kbplatform.plugin.v1.ChatMessage
+	(*Hardware)(nil),              // 14: kbplatform.plugin.v1.Hardware
+	(*Device)(nil),                // 15: kbplatform.plugin.v1.Device
+	(*BuildRecipe)(nil),           // 16: kbplatform.plugin.v1.BuildRecipe
+	(*Issue)(nil),                 // 17: kbplatform.plugin.v1.Issue
+	nil,                           // 18: kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	(*structpb.Struct)(nil),       // 19: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 }
 var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	1,  // 0: kbplatform.plugin.v1.Task.tolerance:type_name -> kbplatform.plugin.v1.Tolerance
@@ -1795,25 +2021,27 @@ var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	4,  // 3: kbplatform.plugin.v1.Timing.candidate_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 4: kbplatform.plugin.v1.Timing.reference_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 5: kbplatform.plugin.v1.Timing.overhead:type_name -> kbplatform.plugin.v1.Stats
-	17, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
+	19, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
 	0,  // 7: kbplatform.plugin.v1.Result.task:type_name -> kbplatform.plugin.v1.Task
 	2,  // 8: kbplatform.plugin.v1.Result.kernel:type_name -> kbplatform.plugin.v1.Kernel
 	6,  // 9: kbplatform.plugin.v1.Result.trials:type_name -> kbplatform.plugin.v1.Trial
 	7,  // 10: kbplatform.plugin.v1.Result.mismatch:type_name -> kbplatform.plugin.v1.Mismatch
 	5,  // 11: kbplatform.plugin.v1.Result.timing:type_name -> kbplatform.plugin.v1.Timing
-	17, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
+	19, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
 	3,  // 13: kbplatform.plugin.v1.Result.config:type_name -> kbplatform.plugin.v1.ContractConfig
 	8,  // 14: kbplatform.plugin.v1.Result.compile:type_name -> kbplatform.plugin.v1.CompileResult
-	18, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
-	18, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	13, // 17: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
-	17, // 18: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
-	16, // 19: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	20, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
+	20, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	10, // 17: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
+	11, // 18: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
+	15, // 19: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
+	19, // 20: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
+	18, // 21: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_kbplatform_plugin_v1_common_proto_init() }
@@ -1828,7 +2056,7 @@ func file_kbplatform_plugin_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kbplatform_plugin_v1_common_proto_rawDesc), len(file_kbplatform_plugin_v1_common_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,71 @@
+package contract
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSpareCandidateProcess checks that with spares on, an evaluation takes the candidate process
+// an earlier one started, that it still gets a process of its own (never one a candidate ran in),
+// and that Close ends the spare left over. Each record says where its time went.
+func TestSpareCandidateProcess(t *testing.T) {
+	e := newEvaluator(t, nil)
+	e.opt.Spares = SparesOn
+	var spareUsed []bool
+	progress := func(m string) {
+		t.Log(m)
+		if strings.HasPrefix(m, "candidate process: a spare") {
+			spareUsed[len(spareUsed)-1] = true
+		}
+	}
+	e2, err := e.With(e.Config(), progress, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2.opt.Spares = SparesOn
+	task := loadTask(t, "scale_relu")
+	k := loadKernel(t, "honest_torch")
+	var pids []int
+	for i := 0; i < 2; i++ {
+		spareUsed = append(spareUsed, false)
+		res := e2.Evaluate(context.Background(), task, k, "cpu", nil)
+		if res.Verdict != Pass {
+			t.Fatalf("evaluation %d: %s %s %s\n%s", i, res.Verdict, res.ErrorClass, res.Message, res.Log)
+		}
+		ph := res.Phases
+		if ph == nil || ph.Total <= 0 || len(ph.Trials) != 2*e.Config().Seeds || ph.Timing <= 0 || ph.Rechecks <= 0 || ph.GPUWork <= 0 {
+			t.Fatalf("evaluation %d: phases %+v", i, ph)
+		}
+		if ph.GPUWork >= ph.Total || ph.Rechecks >= ph.Timing || ph.CandidateStart > ph.Total {
+			t.Fatalf("evaluation %d: inconsistent phases %+v", i, ph)
+		}
+		e.mu.Lock()
+		for _, s := range e.spares {
+			pids = append(pids, s.c.p.pid())
+		}
+		e.mu.Unlock()
+	}
+	if spareUsed[0] || !spareUsed[1] {
+		t.Fatalf("spare used per evaluation: %v, want [false true]", spareUsed)
+	}
+	if len(pids) != 2 || pids[0] == pids[1] {
+		t.Fatalf("spares after each evaluation: %v, want two different processes", pids)
+	}
+	e.mu.Lock()
+	left := e.spares
+	var last *proc
+	for _, s := range left {
+		<-s.ready
+		last = s.c.p
+	}
+	e.mu.Unlock()
+	if last == nil {
+		t.Fatal("no spare left for a third evaluation")
+	}
+	e.Close()
+	if !waitExited(last, 10*time.Second) {
+		t.Fatal("the spare left over still runs after Close")
+	}
+}
