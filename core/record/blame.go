@@ -31,7 +31,7 @@ func BlameOf(r *sdk.Result) string {
 		return ""
 	case r.ErrorClass == sdk.ClassTask || r.ErrorClass == sdk.ClassReference:
 		return BlameTask
-	case r.ErrorClass == sdk.ClassPlatform || r.ErrorClass == sdk.ClassHarness:
+	case r.ErrorClass == sdk.ClassPlatform || r.ErrorClass == sdk.ClassHarness || r.ErrorClass == sdk.ClassResource:
 		return BlamePlatform
 	case r.ErrorClass == sdk.ClassEnvironment:
 		return BlameEnvironment

@@ -111,6 +111,8 @@ func (rc *Recorder) blame(ctx context.Context, res *sdk.Result, a Attempt) {
 		return
 	}
 	switch {
+	case res.ErrorClass == sdk.ClassResource:
+		relabel(res, BlamePlatform, "the task does not fit "+res.Device+" next to the harness")
 	case res.ErrorClass == sdk.ClassReference && mentionsOOM(res):
 		relabel(res, BlamePlatform, "the reference ran out of memory on "+res.Device)
 	case res.ErrorClass == sdk.ClassReference:

@@ -34,6 +34,7 @@ func TestRecordBlames(t *testing.T) {
 		{name: "harness error", res: &sdk.Result{Verdict: sdk.VerdictError, ErrorClass: sdk.ClassHarness, Message: "cannot write"}, blame: BlamePlatform, class: sdk.ClassPlatform},
 		{name: "reference error", res: &sdk.Result{Verdict: sdk.VerdictError, ErrorClass: sdk.ClassReference, Message: "ValueError"}, blame: BlameTask, class: sdk.ClassTask},
 		{name: "reference out of memory", res: &sdk.Result{Verdict: sdk.VerdictError, ErrorClass: sdk.ClassReference, Message: "CUDA out of memory"}, blame: BlamePlatform, class: sdk.ClassPlatform},
+		{name: "task does not fit", res: &sdk.Result{Verdict: sdk.VerdictError, ErrorClass: sdk.ClassResource, Message: "needs 90 GiB"}, blame: BlamePlatform, class: sdk.ClassPlatform},
 		{name: "no CUDA toolkit", res: &sdk.Result{Verdict: sdk.Fail, ErrorClass: sdk.ClassCompile, Phase: "compile", Fingerprint: noCUDA,
 			Message: "CompileError: CUDA_HOME environment variable is not set"}, blame: BlameEnvironment, class: sdk.ClassEnvironment},
 		{name: "the same message where CUDA is present", res: &sdk.Result{Verdict: sdk.Fail, ErrorClass: sdk.ClassCompile, Phase: "compile", Fingerprint: withCUDA,
