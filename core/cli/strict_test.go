@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,7 +43,7 @@ func TestStrictSettings(t *testing.T) {
 			}
 			out, errOut, code := run(t, e, "config")
 			if tc.want == nil {
-				if code != 0 || !strings.Contains(out, "seeds 2") {
+				if code != 0 || !regexp.MustCompile(`contract\.seeds\s+2\n`).MatchString(out) {
 					t.Fatalf("good file refused: %d %s", code, errOut)
 				}
 				return
