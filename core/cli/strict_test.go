@@ -99,6 +99,21 @@ func TestPluginSettingsAreStrict(t *testing.T) {
 	}
 }
 
+// A study file is strict too: an unknown key names the file, its line and the key meant.
+func TestStudyFileIsStrict(t *testing.T) {
+	env := isolated(t)
+	f := writeFile(t, t.TempDir(), "study.yaml", "tasks: [kbp/l1/relu]\nmodel:\n  name: replay\n  confg: {}\nsedes: 3\n")
+	_, errOut, code := run(t, env, "study", "run", "--file", f, "-q")
+	if code == 0 {
+		t.Fatal("accepted unknown keys")
+	}
+	for _, w := range []string{"study.yaml", "line 4", `unknown key "confg"`, `did you mean "model.config"`} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("message lacks %q:\n%s", w, errOut)
+		}
+	}
+}
+
 // A second import that would change stored tasks is refused unless --replace; --origin imports
 // beside them; importing the same files again is harmless.
 func TestSecondImportNeedsReplaceOrOrigin(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,7 +77,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 				dec := yaml.NewDecoder(strings.NewReader(string(b)))
 				dec.KnownFields(true)
 				if err := dec.Decode(&f); err != nil {
-					return fmt.Errorf("%s: %w", file, err)
+					return studyFileError(file, err)
 				}
 			}
 			flag := func(n string) bool { return cmd.Flags().Changed(n) }
@@ -239,6 +240,26 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	addContractFlags(cmd)
 	return cmd
+}
+
+// studyFileKeys are the keys a study file may hold.
+var studyFileKeys = []string{"name", "tasks", "level", "size", "device", "model", "backend", "strategy", "target", "budget", "seed",
+	"model.name", "model.config", "backend.name", "backend.config", "strategy.name", "strategy.config", "target.name", "target.config",
+	"budget.generations", "budget.evaluations"}
+
+var yamlUnknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
+
+// studyFileError names the file, and for an unknown key the key probably meant.
+func studyFileError(file string, err error) error {
+	m := yamlUnknownField.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("study file %s: %w", file, err)
+	}
+	msg := fmt.Sprintf("study file %s: line %s: unknown key %q", file, m[1], m[2])
+	if n := sdk.Nearest(m[2], studyFileKeys); n != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return errors.New(msg)
 }
 
 // configSource names where the settings a plugin refused came from: its --KIND-config flag or
