@@ -155,37 +155,33 @@ def _chunks(out, ref):
 
 
 class _Stats:
-    """Running error statistics over the chunks of one comparison."""
+    """Running error statistics over the chunks of one comparison, kept on the tensors' device:
+    no chunk waits for the device; the totals are read once at the end."""
 
-    def __init__(self):
-        self.wrong = 0
-        self.first = None  # flat index of the first wrong element
-        self.both = 0
-        self.sum_abs = 0.0
-        self.sum_rel = 0.0
-        self.max_abs = None
-        self.max_rel = None
-        self.out_nonfinite = 0
-        self.ref_nonfinite = 0
-        self.out_nan = 0
+    def __init__(self, device):
+        z = lambda dt: torch.zeros((), dtype=dt, device=device)  # noqa: E731
+        self.wrong = z(torch.int64)
+        self.both = z(torch.int64)
+        self.sum_abs = z(torch.float64)
+        self.sum_rel = z(torch.float64)
+        self.max_abs = z(torch.float64)
+        self.max_rel = z(torch.float64)
+        self.out_nonfinite = z(torch.int64)
+        self.ref_nonfinite = z(torch.int64)
+        self.out_nan = z(torch.int64)
 
-    def fold(self, offset, wrong, diff=None, rel=None, both=None):
-        n = int(wrong.sum())
-        if n and self.first is None:
-            self.first = offset + int(torch.nonzero(wrong)[0])
-        self.wrong += n
+    def fold(self, wrong, diff=None, rel=None, both=None):
+        self.wrong += wrong.sum()
         if diff is not None:
-            nb = int(both.sum())
-            if nb:
-                self.both += nb
-                zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
-                d = torch.where(both, diff, zero)
-                r = torch.where(both, rel, zero)
-                ma, mr = float(d.max()), float(r.max())
-                self.max_abs = ma if self.max_abs is None else max(self.max_abs, ma)
-                self.max_rel = mr if self.max_rel is None else max(self.max_rel, mr)
-                self.sum_abs += float(d.sum(dtype=torch.float64))
-                self.sum_rel += float(r.sum(dtype=torch.float64))
+            self.both += both.sum()
+            zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
+            d = torch.where(both, diff, zero)
+            r = torch.where(both, rel, zero)
+            if d.numel():
+                self.max_abs = torch.maximum(self.max_abs, d.max().double())
+                self.max_rel = torch.maximum(self.max_rel, r.max().double())
+            self.sum_abs += d.sum(dtype=torch.float64)
+            self.sum_rel += r.sum(dtype=torch.float64)
 
 
 def _float_chunk(o, r, atol, rtol, complex_):
@@ -207,7 +203,7 @@ def _float_chunk(o, r, atol, rtol, complex_):
     if complex_:
         ok, both, diff, bmag = ok.all(dim=-1), both.all(dim=-1), diff.amax(dim=-1), bmag.amax(dim=-1)
     rel = diff / (bmag + 1e-12)
-    return ~ok, diff, rel, both, int(nonfin_a.sum()), int(nonfin_b.sum()), int(nan_a.sum())
+    return ~ok, diff, rel, both, nonfin_a.sum(), nonfin_b.sum(), nan_a.sum()
 
 
 def compare_tensor(out, ref, tol=None, strides="any"):
@@ -237,46 +233,55 @@ def compare_tensor(out, ref, tol=None, strides="any"):
     if ref.numel() == 0:
         return res
     floating = ref.is_floating_point() or ref.is_complex()
-    st = _Stats()
-    masks = []  # per-chunk wrong masks, kept only once something is wrong
-    for off, o, r in _chunks(out, ref):
+    st = _Stats(ref.device)
+    int_max = None
+    for _, o, r in _chunks(out, ref):
         if floating:
             wrong, diff, rel, both, nfa, nfb, nan_a = _float_chunk(o, r, atol, rtol, ref.is_complex())
-            st.fold(off, wrong, diff, rel, both)
+            st.fold(wrong, diff, rel, both)
             st.out_nonfinite += nfa
             st.ref_nonfinite += nfb
             st.out_nan += nan_a
         else:
             wrong = o != r
-            n = int(wrong.sum())
-            if n:
-                d = float((o.to(torch.int64) - r.to(torch.int64)).abs().max())
-                st.max_abs = d if st.max_abs is None else max(st.max_abs, d)
-            st.fold(off, wrong)
-        masks.append((off, wrong if st.wrong else None))
+            st.fold(wrong)
+            if wrong.numel():
+                d = torch.where(wrong, (o.to(torch.int64) - r.to(torch.int64)).abs(), torch.zeros((), dtype=torch.int64, device=o.device)).max()
+                int_max = d if int_max is None else torch.maximum(int_max, d)
+    n_wrong = int(st.wrong)
     if floating:
-        if st.both:
-            res["max_abs_err"] = st.max_abs
-            res["mean_abs_err"] = st.sum_abs / st.both
-            res["max_rel_err"] = st.max_rel
-            res["mean_rel_err"] = st.sum_rel / st.both
-        res["out_nonfinite"] = st.out_nonfinite
-        res["ref_nonfinite"] = st.ref_nonfinite
-        res["out_nan"] = st.out_nan
-    elif st.wrong:
-        res["max_abs_err"] = st.max_abs
-    res["wrong"] = st.wrong
+        nb = int(st.both)
+        if nb:
+            res["max_abs_err"] = float(st.max_abs)
+            res["mean_abs_err"] = float(st.sum_abs) / nb
+            res["max_rel_err"] = float(st.max_rel)
+            res["mean_rel_err"] = float(st.sum_rel) / nb
+        res["out_nonfinite"] = int(st.out_nonfinite)
+        res["ref_nonfinite"] = int(st.ref_nonfinite)
+        res["out_nan"] = int(st.out_nan)
+    elif n_wrong:
+        res["max_abs_err"] = float(int_max)
+    res["wrong"] = n_wrong
     res["total"] = ref.numel()
-    if st.wrong:
-        flat = st.first
+    if n_wrong:
+        wmap = _wrong_map(out, ref, atol, rtol, floating)
+        flat = int(torch.nonzero(wmap.reshape(-1)[:_first_chunk_end(wmap)])[0])
         idx = _index(flat, list(ref.shape))
-        fo = _element(out, idx)
-        fr = _element(ref, idx)
-        res.update(ok=False, kind="values", wrong_fraction=st.wrong / ref.numel(), first_wrong_index=idx,
-                   first_wrong_out=_scalar(fo), first_wrong_ref=_scalar(fr))
-        res["pattern"] = _pattern(_wrong_map(out, ref, atol, rtol, floating), list(ref.shape))
+        res.update(ok=False, kind="values", wrong_fraction=n_wrong / ref.numel(), first_wrong_index=idx,
+                   first_wrong_out=_scalar(_element(out, idx)), first_wrong_ref=_scalar(_element(ref, idx)))
+        res["pattern"] = _pattern(wmap, list(ref.shape))
         res["message"] = _message(res)
     return res
+
+
+def _first_chunk_end(wmap):
+    """The end of the first chunk of the flat map that holds a wrong element (nonzero over a
+    chunk, not over a whole output that may be GBs of bools)."""
+    flat = wmap.reshape(-1)
+    for i in range(0, flat.numel(), CHUNK):
+        if bool(flat[i:i + CHUNK].any()):
+            return i + CHUNK
+    return flat.numel()
 
 
 def _element(t, idx):
@@ -307,13 +312,14 @@ def digest(t):
     words = flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
     if words.numel() % 4 == 0:
         words = words.view(torch.int32)
-    s1 = s2 = 0
+    s1 = torch.zeros((), dtype=torch.int64, device=words.device)
+    s2 = torch.zeros((), dtype=torch.int64, device=words.device)
     step = 1 << 26
     for i in range(0, words.numel(), step):
         w = words[i:i + step]
-        s1 += int(w.sum(dtype=torch.int64))
-        s2 += int(w[(3 - i % 3) % 3::3].sum(dtype=torch.int64))
-    return [s1, s2]
+        s1 += w.sum(dtype=torch.int64)
+        s2 += w[(3 - i % 3) % 3::3].sum(dtype=torch.int64)
+    return [int(s1), int(s2)]
 
 
 def _scalar(x):

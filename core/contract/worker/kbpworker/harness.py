@@ -66,6 +66,10 @@ class Session:
         self._last_digest = None
         self._bufs = None  # the fixed input buffers every call of the candidate's model sees
         self._held = []  # tensors exported to the reference process, alive until the next call
+        # Outputs of earlier calls, filled with NaN bytes before they are freed: the memory the
+        # caching allocator hands out next is mostly theirs, so an output that is allocated but
+        # never written cannot inherit an earlier result (and poisoning costs no allocation).
+        self._poisonable = []
         self._flush_buf = None
         self._ref_cache = []
         self._footprint = None
@@ -165,37 +169,27 @@ class Session:
         return [compare.digest(v) if _isinstance(v, _Tensor) else None for v in values]
 
     def _release(self):
-        """Let go of what the reference process has read; the next _poison overwrites it."""
+        """Let go of what the reference process has read and of the last timed output. Outputs
+        nothing else holds are filled with NaN bytes first: their memory is what the caching
+        allocator hands out next, so an output that is allocated but never written cannot inherit
+        an earlier result. An output the candidate keeps (a cached tensor it returns again) is
+        left alone."""
+        pending, self._poisonable = self._poisonable, []
         self._held = []
         self.last_output = None
+        if not self.settings.get("poison", True):
+            return
+        while pending:
+            t = pending.pop()
+            # References now: t here and getrefcount's argument.
+            if sys.getrefcount(t) <= 2 and _sole_owner(t):
+                _fill(t, 255)
+            del t
 
-    def _poison(self):
-        """Fill the memory the caching allocator will hand out next with NaN bytes, so an output that
-        is allocated but never written cannot inherit an earlier result. That memory is the
-        allocator's free blocks (earlier outputs among them): each is taken once, filled and given
-        back, so poisoning costs no memory beyond what the process already holds."""
-        if self.device.type != "cuda" or not self.settings.get("poison", True):
-            return
-        free = torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
-        if free <= 0:
-            return
-        sizes = []
-        for seg in torch.cuda.memory_snapshot():
-            if seg.get("device", 0) != (self.device.index or 0):
-                continue
-            for blk in seg.get("blocks", ()):
-                if blk.get("state") == "inactive":
-                    sizes.append(int(blk["size"]))
-        sizes.sort(reverse=True)
-        reserved = torch.cuda.memory_reserved(self.device)
-        held = []
-        for n in sizes:
-            block = _empty(n, dtype=torch.uint8, device=self.device)
-            if torch.cuda.memory_reserved(self.device) > reserved:
-                break  # no free block fits any more: the allocator went to the device for more
-            block.fill_(255)
-            held.append(block)
-        del held
+    def _keep(self, out):
+        """Remember a call's output tensors, to poison them when they are let go."""
+        _, leaves = compare.flatten(out)
+        self._poisonable.extend(t for t in leaves if _isinstance(t, _Tensor) and t.device.type == "cuda")
 
     def _flush(self):
         if not self.settings.get("flush_cache", True):
@@ -224,10 +218,10 @@ class Session:
         self._release()
         work = self._stage(inputs.make_inputs(self.task, seed, dist, self.device))
         before = self._digests(work)
-        self._poison()
         t0 = _perf_ns()
         out = self._call(work)
         call_ms = (_perf_ns() - t0) / 1e6
+        self._keep(out)
         mutated = [i for i, (d, w) in enumerate(zip(before, work)) if d is not None and compare.digest(w) != d]
         res = {"output": self._export(out, dump), "mutated": mutated, "call_ms": call_ms}
         if inputs_dump:
@@ -241,8 +235,10 @@ class Session:
         self._ref_cache = []  # the reference's compare cache is rebuilt per re-checked seed
         if not noop:
             self._release()
-            work = self._stage(inputs.make_inputs(self.task, seed, dist, self.device))
-            self._poison()
+            fresh = inputs.make_inputs(self.task, seed, dist, self.device)
+            # The reference is trusted: it needs no fixed addresses, and a copy would cost memory.
+            work = self._stage(fresh) if self.role == "candidate" else fresh
+            del fresh
         self._flush()
         self.sync()
         threads = _thread_count()
@@ -271,6 +267,7 @@ class Session:
         if started > 0:
             res["threads_started"] = started
         if not noop and self.role == "candidate":
+            self._keep(out)
             # A digest of the result the moment the timed region ended. dump_last compares the live
             # output with it: work finished in the background after the call returned shows up.
             _, leaves = compare.flatten(out)
@@ -409,6 +406,28 @@ def _compiled(model, mode):
     if mode in ("reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
         return torch.compile(model, mode=mode)
     raise HarnessError("unknown baseline mode %r" % mode)
+
+
+def _storage_of(t):
+    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
+
+
+def _sole_owner(t):
+    """Whether t is the only tensor on its storage (no view of it lives elsewhere)."""
+    use = getattr(torch._C, "_storage_Use_Count", None)
+    if use is None:
+        return True
+    # The tensor's reference and the storage object's own.
+    return use(_storage_of(t)._cdata) <= 2
+
+
+def _fill(t, byte):
+    """Overwrite a tensor's memory with one byte value, whatever its dtype and strides."""
+    try:
+        st = _storage_of(t)
+        torch.empty(0, dtype=torch.uint8, device=t.device).set_(st).fill_(byte)
+    except RuntimeError:
+        pass  # a storage torch cannot view as bytes; nothing to poison
 
 
 class _Placed:
