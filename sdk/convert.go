@@ -99,13 +99,14 @@ func structToPB(m map[string]any) *structpb.Struct {
 	return s
 }
 
-// jsonSafe converts values structpb cannot hold (ints of every width are fine; others go to strings).
+// jsonSafe converts values structpb cannot hold (ints of every width are fine; others go to
+// strings; structpb refuses invalid UTF-8, which would drop the whole struct).
 func jsonSafe(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = jsonSafe(e)
+			out[ValidUTF8(k)] = jsonSafe(e)
 		}
 		return out
 	case []any:
@@ -123,13 +124,15 @@ func jsonSafe(v any) any {
 	case []string:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = e
+			out[i] = ValidUTF8(e)
 		}
 		return out
-	case nil, bool, string, float64, float32, int, int32, int64, uint32, uint64:
+	case string:
+		return ValidUTF8(x)
+	case nil, bool, float64, float32, int, int32, int64, uint32, uint64:
 		return x
 	}
-	return fmtAny(v)
+	return ValidUTF8(fmtAny(v))
 }
 
 func structFromPB(s *structpb.Struct) map[string]any {

@@ -116,7 +116,7 @@ type lazyPlatform struct {
 
 func (l *lazyPlatform) get() (Platform, error) {
 	l.once.Do(func() {
-		conn, err := l.broker.Dial(l.id)
+		conn, err := l.broker.DialWithOptions(l.id, DialOptions()...)
 		if err != nil {
 			l.err = fmt.Errorf("%w: dial the host's platform: %v", ErrUnavailable, err)
 			return
@@ -242,7 +242,7 @@ type strategyServer struct {
 }
 
 func (s *strategyServer) Run(ctx context.Context, req *pb.RunRequest) (*pb.RunResponse, error) {
-	conn, err := s.broker.Dial(req.PlatformBrokerId)
+	conn, err := s.broker.DialWithOptions(req.PlatformBrokerId, DialOptions()...)
 	if err != nil {
 		return nil, ToStatus(fmt.Errorf("%w: dial the host's platform: %v", ErrUnavailable, err))
 	}
@@ -398,7 +398,7 @@ func (r *Remote) Configure(ctx context.Context, raw json.RawMessage, platform Pl
 func (r *Remote) ServePlatform(p Platform) uint32 {
 	id := r.broker.NextId()
 	go r.broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
-		s := grpc.NewServer(opts...)
+		s := grpc.NewServer(append(opts, ServerOptions()...)...)
 		pb.RegisterPlatformServer(s, &PlatformServer{Impl: p})
 		return s
 	})

@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 )
 
 // Protocol is the plugin protocol version this SDK speaks (proto/kbplatform/plugin/v1).
@@ -58,6 +60,25 @@ func (c Configuration) Decode(v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		// Name the key the way the user wrote it, and the one they probably meant.
+		if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			key = strings.Trim(key, `"`)
+			known := jsonKeys(v)
+			msg := fmt.Sprintf("unknown key %q", key)
+			if n := Nearest(key, known); n != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", n)
+			}
+			if len(known) > 0 {
+				msg += "; known keys: " + strings.Join(known, ", ")
+			} else {
+				msg += "; this plugin takes no settings"
+			}
+			return fmt.Errorf("%w: %s", ErrInvalidConfig, msg)
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fmt.Errorf("%w: key %q: %s is not a %s", ErrInvalidConfig, te.Field, te.Value, te.Type)
+		}
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return nil

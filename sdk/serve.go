@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 )
 
 // Logger returns a logger whose lines the host picks up from the plugin's stderr and logs as its
@@ -31,7 +32,9 @@ func ServeConfig(impl Plugin) *plugin.ServeConfig {
 	return &plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         plugin.PluginSet{PluginKey: &GRPCPlugin{Impl: impl}},
-		GRPCServer:      plugin.DefaultGRPCServer,
-		Logger:          Logger(),
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, ServerOptions()...)...)
+		},
+		Logger: Logger(),
 	}
 }

@@ -33,6 +33,15 @@ const (
 	ClassResource = "resource"
 )
 
+// Classes of failures that are not the kernel's, set by the host when it records an evaluation
+// (verdict error): the task's own code failed, the platform (device, target plugin, harness)
+// failed, or the environment lacks what the kernel's language needs (docs/contract.md, Blame).
+const (
+	ClassTask        = "task_error"
+	ClassPlatform    = "platform_error"
+	ClassEnvironment = "environment_error"
+)
+
 // Verdicts. VerdictError means the harness or the task failed: no verdict about the kernel.
 const (
 	Pass         = "pass"

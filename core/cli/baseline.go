@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kbplatform/kbplatform/core/contract"
+	"github.com/kbplatform/kbplatform/core/record"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -28,7 +30,9 @@ correctness against eager and timed the same way as candidates. Compile time is 
 timing and shown apart (COMPILE s): the compiling first call runs before any trial, under
 --compile-timeout. SPEEDUP is the eager median over the mode's median (above 1: the mode is
 faster), as for kernels. The eager row is an A/A measurement: eager against eager, whose ratio
-shows the platform's timing noise. Results are stored per task, size, platform fingerprint and mode.`,
+shows the platform's timing noise. Results are stored per task, size, platform fingerprint and mode.
+Exit status 3 means a mode failed its verdict (it computes something else); 4 means a timing got
+no verdict because the task, the platform or the environment failed (as for eval).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, reg, err := a.openWithRegistry()
@@ -58,7 +62,25 @@ shows the platform's timing noise. Results are stored per task, size, platform f
 			if err != nil {
 				return err
 			}
-			device := a.device(hw)
+			device, err := a.pickDevice(hw)
+			if err != nil {
+				return err
+			}
+			var cts []sdk.Task
+			for _, t := range list {
+				ct, err := t.Contract(t.PickSize(a.cfg.Size, device))
+				if err != nil {
+					return err
+				}
+				cts = append(cts, ct)
+			}
+			if g := a.guardMemory(device, cts); g != nil {
+				for i, ct := range cts {
+					if why := g.refuse(ct, list[i]); why != "" {
+						return fmt.Errorf("refused, nothing was run: %s", why)
+					}
+				}
+			}
 			progress := a.progressSince(time.Now())
 			var out []store.Baseline
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
@@ -66,6 +88,8 @@ shows the platform's timing noise. Results are stored per task, size, platform f
 				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tSPEEDUP\tCOMPILE s\tSTATUS")
 			}
 			total := len(list) * len(modes)
+			rec := a.recorder(st, target)
+			var failed, noVerdict int
 			n := 0
 			for _, t := range list {
 				size := t.PickSize(a.cfg.Size, device)
@@ -77,18 +101,17 @@ shows the platform's timing noise. Results are stored per task, size, platform f
 					n++
 					a.progress("[%d/%d] %s (%s) %s", n, total, t.ID, size, mode)
 					res, err := target.Target().Baseline(a.ctx, sdk.BaselineRequest{Task: ct, Device: device, Mode: mode, Config: a.cfg.Contract}, progress)
-					if err != nil {
-						res = &contract.Result{Verdict: contract.VerdictError, ErrorClass: contract.ClassHarness, Message: "target: " + err.Error(), Task: ct, Device: device}
-						if a.ctx.Err() != nil {
-							res.ErrorClass = contract.ClassInterrupted
-						}
-					}
-					if res.ErrorClass == contract.ClassInterrupted {
+					ev, err := rec.Record(a.ctx, record.Attempt{Task: ct, Device: device, Config: a.cfg.Contract, Result: res, Err: err})
+					if errors.Is(err, record.ErrInterrupted) {
 						tw.Flush()
-						return exitError{code: 130, msg: "interrupted; baselines measured so far are stored"}
+						return exitError{code: exitInterrupted, msg: "interrupted; baselines measured so far are stored"}
 					}
-					b := store.Baseline{TaskID: t.ID, TaskHash: ct.Hash, Size: size, Mode: mode, Device: device,
-						Fingerprint: res.Fingerprint, Platform: res.Fingerprint.Key(), Verdict: res.Verdict, Contract: res.Contract, MeasuredAt: time.Now().UTC()}
+					if err != nil {
+						return err
+					}
+					res = ev.Result
+					b := store.Baseline{TaskID: t.ID, TaskHash: ct.Hash, Size: size, Mode: mode, Device: device, Evaluation: ev.ID,
+						Fingerprint: res.Fingerprint, Platform: ev.Platform, Verdict: res.Verdict, Contract: res.Contract, MeasuredAt: res.FinishedAt}
 					if res.Verdict == contract.Pass && res.Timing != nil {
 						b.Stats = &res.Timing.Candidate
 						b.Eager = &res.Timing.Reference
@@ -97,12 +120,12 @@ shows the platform's timing noise. Results are stored per task, size, platform f
 					} else {
 						b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
 					}
-					if res.Fingerprint != nil {
-						rec, err := a.storeResult(st, res, res.Kernel, nil)
-						if err != nil {
-							return err
-						}
-						b.Evaluation = rec.ID
+					switch ev.Blame {
+					case "":
+					case record.BlameKernel:
+						failed++
+					default:
+						noVerdict++
 					}
 					if err := st.PutBaseline(b); err != nil {
 						return err
@@ -118,9 +141,13 @@ shows the platform's timing noise. Results are stored per task, size, platform f
 				}
 			}
 			if asJSON {
-				return printJSON(a.out, out)
+				if err := printJSON(a.out, out); err != nil {
+					return err
+				}
+			} else if err := tw.Flush(); err != nil {
+				return err
 			}
-			return tw.Flush()
+			return verdictExit(failed, noVerdict, len(out), "baselines")
 		},
 	}
 	cmd.Flags().StringArrayVar(&taskIDs, "task", nil, "task id (repeatable; default: the whole suite)")

@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kbplatform/kbplatform/core/contract"
 	"github.com/kbplatform/kbplatform/core/pipeline"
+	"github.com/kbplatform/kbplatform/core/record"
 	"github.com/kbplatform/kbplatform/core/store"
 	"github.com/kbplatform/kbplatform/core/study"
 	"github.com/kbplatform/kbplatform/examples/kernels"
@@ -32,7 +34,9 @@ func (a *app) evalCmd() *cobra.Command {
 		Long: `Evaluate one or more ModelNew files against a task, or (--examples) every bundled example
 kernel that runs on the device. Each evaluation checks correctness over several seeds and input
 distributions in an isolated process, times candidate and PyTorch eager the same way, and stores
-the record in the database. Exit status 3 means at least one kernel failed its verdict.`,
+the record in the database. Exit status 3 means at least one kernel failed its verdict; 4 means
+no kernel failed but some evaluations got no verdict because the task, the platform or the
+environment failed (the record says which).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if examples == (taskID != "" || len(kernelFiles) > 0) {
@@ -52,8 +56,12 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			if err != nil {
 				return err
 			}
-			device := a.device(hw)
+			device, err := a.pickDevice(hw)
+			if err != nil {
+				return err
+			}
 			var jobs []pipeline.Job
+			skipped := map[string]int{} // bundled kernels that cannot run on this device, by backend
 			if examples {
 				entries, err := kernels.Load()
 				if err != nil {
@@ -61,6 +69,7 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 				}
 				for _, e := range entries {
 					if !e.Runs(device) {
+						skipped[e.Backend]++
 						continue
 					}
 					t, err := reg.Get(e.Task)
@@ -93,11 +102,24 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: k, Device: device})
 				}
 			}
+			var cts []sdk.Task
+			for _, j := range jobs {
+				cts = append(cts, j.Task)
+			}
+			if g := a.guardMemory(device, cts); g != nil {
+				for _, j := range jobs {
+					rt, _ := reg.Get(j.Task.ID)
+					if why := g.refuse(j.Task, rt); why != "" {
+						return fmt.Errorf("refused, nothing was run: %s", why)
+					}
+				}
+			}
+			rec := a.recorder(st, target)
 			// Static checks first: a rejected kernel is stored as such and never built; the others
 			// carry their findings and flags into their records.
 			scr := a.newScreener(pm)
 			var stored []*store.Evaluation
-			failed := 0
+			var failed, noVerdict int
 			var run []pipeline.Job
 			var runIssues [][]sdk.Issue
 			for _, j := range jobs {
@@ -110,11 +132,12 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 					run, runIssues = append(run, j), append(runIssues, issues)
 					continue
 				}
-				rec, err := a.storeResult(st, study.Rejected(j.Task, j.Kernel, j.Device, issues), j.Kernel, issues)
+				ev, err := rec.Record(a.ctx, record.Attempt{Task: j.Task, Kernel: j.Kernel, Device: j.Device, Config: a.cfg.Contract,
+					Result: study.Rejected(j.Task, j.Kernel, j.Device, issues), Issues: issues})
 				if err != nil {
 					return fmt.Errorf("storing results: %w", err)
 				}
-				stored = append(stored, rec)
+				stored = append(stored, ev)
 				failed++
 			}
 			jobs = run
@@ -124,21 +147,28 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			var storeErr error
 			interrupted := 0
 			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
-				if o.Result.ErrorClass == contract.ClassInterrupted {
+				if o.Result != nil {
+					study.ApplyFlags(o.Result, runIssues[o.Index])
+				}
+				ev, err := rec.Record(a.ctx, record.Attempt{Task: o.Job.Task, Kernel: o.Job.Kernel, Device: o.Job.Device, Config: a.cfg.Contract,
+					Result: o.Result, Issues: runIssues[o.Index]})
+				if errors.Is(err, record.ErrInterrupted) {
 					interrupted++ // says nothing about the kernel: not stored
 					return
 				}
-				study.ApplyFlags(o.Result, runIssues[o.Index])
-				rec, err := a.storeResult(st, o.Result, o.Job.Kernel, runIssues[o.Index])
 				if err != nil && storeErr == nil {
 					storeErr = err
 				}
-				stored = append(stored, rec)
-				if o.Result.Verdict != contract.Pass {
+				stored = append(stored, ev)
+				switch ev.Blame {
+				case "":
+				case record.BlameKernel:
 					failed++
+				default:
+					noVerdict++
 				}
 				if !asJSON && len(jobs) > 1 {
-					a.progress("[%d/%d] %s %s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, shortVerdict(o.Result))
+					a.progress("[%d/%d] %s %s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, shortVerdict(ev.Result))
 				}
 			})
 			if storeErr != nil {
@@ -161,17 +191,17 @@ the record in the database. Exit status 3 means at least one kernel failed its v
 			if err != nil {
 				return err
 			}
+			if examples && !asJSON {
+				a.examplesNotes(device, skipped)
+			}
 			if interrupted > 0 {
-				return exitError{code: 130, msg: "interrupted"}
+				return exitError{code: exitInterrupted, msg: "interrupted"}
 			}
-			if failed > 0 {
-				return exitError{code: 3, msg: fmt.Sprintf("%d of %d evaluations did not pass", failed, len(stored))}
-			}
-			return nil
+			return verdictExit(failed, noVerdict, len(stored), "evaluations")
 		},
 	}
-	cmd.Flags().StringVar(&taskID, "task", "", "task id (see `tasks list`) or a task .py file")
-	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate file defining ModelNew (repeatable)")
+	cmd.Flags().StringVar(&taskID, "task", "", "task `ID` (kbplatform tasks list shows them) or a task .py file")
+	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate `FILE` defining ModelNew (repeatable)")
 	cmd.Flags().BoolVar(&examples, "examples", false, "evaluate the bundled example kernels that run on the device")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored record(s) as JSON")
 	cmd.Flags().StringVar(&backend, "backend", "", "backend whose static checks to run (cpp, cuda, triton, cutlass; default: guessed from each file)")
@@ -192,15 +222,6 @@ func readKernel(path string) (contract.Kernel, error) {
 	return contract.Kernel{Hash: hex.EncodeToString(h[:]), Source: string(b), Name: abs}, nil
 }
 
-// storeResult writes the kernel and the evaluation; the record is durable when this returns.
-func (a *app) storeResult(st *store.Store, res *contract.Result, k contract.Kernel, issues []sdk.Issue) (*store.Evaluation, error) {
-	if err := st.PutKernel(store.KernelRecord{Hash: k.Hash, Source: k.Source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
-		return &store.Evaluation{Result: res}, err
-	}
-	ev := &store.Evaluation{Target: a.v.GetString("target") + "/" + res.Device, Result: res, Issues: issues}
-	return ev, st.PutEvaluation(ev)
-}
-
 func shortVerdict(r *contract.Result) string {
 	switch {
 	case r.Verdict == contract.Pass && r.Timing != nil:
@@ -210,7 +231,7 @@ func shortVerdict(r *contract.Result) string {
 	case r.ErrorClass == sdk.ClassRejected:
 		return "FAIL rejected by static checks"
 	case r.Verdict == contract.VerdictError:
-		return "ERROR " + r.ErrorClass
+		return "ERROR " + r.ErrorClass + " (not the kernel's)"
 	}
 	return "FAIL " + r.ErrorClass
 }
@@ -245,7 +266,7 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 		}
 		fmt.Fprintf(w, "verdict   PASS — correct on %d/%d trials (%s), %d timed outputs re-checked\n", n, n, trialSummary(r), checked)
 	case contract.VerdictError:
-		fmt.Fprintf(w, "verdict   ERROR (no verdict) — %s during %s\n", r.ErrorClass, r.Phase)
+		fmt.Fprintf(w, "verdict   ERROR (no verdict: %s) — %s during %s\n", blameText(ev), r.ErrorClass, r.Phase)
 	default:
 		fmt.Fprintf(w, "verdict   FAIL — %s during %s\n", r.ErrorClass, r.Phase)
 	}

@@ -126,7 +126,7 @@ func (a *app) pluginCmd() *cobra.Command {
 }
 
 func (a *app) pluginsCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "plugins", Short: "List, lock and inspect plugins"}
+	cmd := groupCmd("plugins", "List, lock and inspect plugins")
 	var asJSON bool
 	list := &cobra.Command{
 		Use:   "list",

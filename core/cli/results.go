@@ -11,7 +11,7 @@ import (
 )
 
 func (a *app) resultsCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "results", Short: "List and show stored evaluations"}
+	cmd := groupCmd("results", "List and show stored evaluations")
 	cmd.AddCommand(a.resultsListCmd(), a.resultsShowCmd(), a.resultsCostCmd())
 	return cmd
 }

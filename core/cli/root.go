@@ -83,39 +83,54 @@ func defaultDirs() (data, cache, work string) {
 	return data, cache, work
 }
 
-func newViper(cmd *cobra.Command) (*viper.Viper, error) {
-	v := viper.New()
+// settingDefaults is every setting a configuration file may hold, with its default (whose type
+// is the setting's type).
+func settingDefaults() map[string]any {
 	data, cache, work := defaultDirs()
 	d := contract.Defaults()
-	v.SetDefault("db", filepath.Join(data, "db"))
-	v.SetDefault("python", "")
-	v.SetDefault("device", "auto")
-	v.SetDefault("size", "auto")
-	v.SetDefault("work_dir", work)
-	v.SetDefault("cache_dir", cache)
-	v.SetDefault("quiet", false)
-	v.SetDefault("compile_workers", 4)
-	v.SetDefault("target", "local")
-	v.SetDefault("plugin_dir", []string{})
-	v.SetDefault("plugin_lock", filepath.Join(data, "plugins.lock"))
-	v.SetDefault("log_level", "warn")
-	v.SetDefault("contract.seeds", d.Seeds)
-	v.SetDefault("contract.timed_calls", d.TimedCalls)
-	v.SetDefault("contract.warmup", d.Warmup)
-	v.SetDefault("contract.check_calls", d.CheckCalls)
-	v.SetDefault("contract.noop_calls", d.NoopCalls)
-	v.SetDefault("contract.seed", 0)
-	v.SetDefault("contract.timeout", d.Timeout)
-	v.SetDefault("contract.call_timeout", d.CallTimeout)
-	v.SetDefault("contract.compile_timeout", d.CompileTimeout)
-	v.SetDefault("contract.cpu_threads", d.CPUThreads)
-	v.SetDefault("contract.no_flush", false)
-	v.SetDefault("contract.poison", d.Poison)
-	v.SetDefault("contract.log_limit", d.LogLimit)
+	return map[string]any{
+		"db":                       filepath.Join(data, "db"),
+		"python":                   "",
+		"device":                   "auto",
+		"size":                     "auto",
+		"work_dir":                 work,
+		"cache_dir":                cache,
+		"quiet":                    false,
+		"compile_workers":          4,
+		"target":                   "local",
+		"plugin_dir":               []string{},
+		"plugin_lock":              filepath.Join(data, "plugins.lock"),
+		"log_level":                "warn",
+		"memory_share":             defaultMemoryShare,
+		"contract.seeds":           d.Seeds,
+		"contract.timed_calls":     d.TimedCalls,
+		"contract.warmup":          d.Warmup,
+		"contract.check_calls":     d.CheckCalls,
+		"contract.noop_calls":      d.NoopCalls,
+		"contract.seed":            0,
+		"contract.timeout":         d.Timeout,
+		"contract.call_timeout":    d.CallTimeout,
+		"contract.compile_timeout": d.CompileTimeout,
+		"contract.cpu_threads":     d.CPUThreads,
+		"contract.no_flush":        false,
+		"contract.poison":          d.Poison,
+		"contract.log_limit":       d.LogLimit,
+	}
+}
+
+func newViper(cmd *cobra.Command) (*viper.Viper, error) {
+	v := viper.New()
+	defaults := settingDefaults()
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
 
 	v.SetEnvPrefix("KBP")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
+	if err := checkEnv(defaults); err != nil {
+		return nil, err
+	}
 
 	bind := func(f *pflag.Flag) {
 		if f.Name == "config" || f.Name == "help" {
@@ -134,26 +149,44 @@ func newViper(cmd *cobra.Command) (*viper.Viper, error) {
 	if cfgFile == "" {
 		cfgFile = os.Getenv("KBP_CONFIG")
 	}
-	if cfgFile != "" {
-		v.SetConfigFile(cfgFile)
-		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("read config %s: %w", cfgFile, err)
-		}
+	if cfgFile == "" {
+		cfgFile = findConfigFile()
+	}
+	if cfgFile == "" {
 		return v, nil
 	}
-	v.SetConfigName("kbplatform")
-	v.SetConfigType("yaml")
-	v.AddConfigPath(".")
-	if dir, err := os.UserConfigDir(); err == nil {
-		v.AddConfigPath(filepath.Join(dir, "kbplatform"))
+	v.SetConfigFile(cfgFile)
+	if ext := filepath.Ext(cfgFile); ext != ".json" && ext != ".toml" {
+		v.SetConfigType("yaml")
 	}
 	if err := v.ReadInConfig(); err != nil {
-		var nf viper.ConfigFileNotFoundError
-		if !errors.As(err, &nf) {
-			return nil, fmt.Errorf("read config: %w", err)
-		}
+		return nil, fmt.Errorf("config file %s: %w", cfgFile, err)
+	}
+	if err := checkConfigFile(cfgFile, defaults); err != nil {
+		return nil, err
 	}
 	return v, nil
+}
+
+// findConfigFile is the first kbplatform.yaml (or .yml) in the current folder, then in the user
+// config dir. Only those names: a binary called kbplatform in the current folder is no config.
+func findConfigFile() string {
+	dirs := []string{"."}
+	if dir, err := os.UserConfigDir(); err == nil {
+		dirs = append(dirs, filepath.Join(dir, "kbplatform"))
+	}
+	for _, d := range dirs {
+		for _, name := range []string{"kbplatform.yaml", "kbplatform.yml"} {
+			p := filepath.Join(d, name)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				if abs, err := filepath.Abs(p); err == nil {
+					return abs
+				}
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 func resolve(v *viper.Viper) (*settings, error) {
@@ -184,6 +217,9 @@ func resolve(v *viper.Viper) (*settings, error) {
 	c.LogLimit = v.GetInt("contract.log_limit")
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	if sh := v.GetFloat64("memory_share"); sh <= 0 || sh > 1 {
+		return nil, fmt.Errorf("memory_share %v: want the share of RAM a CPU evaluation may need, above 0 and at most 1", sh)
 	}
 	s.Contract = c
 	return s, nil
@@ -249,6 +285,32 @@ func (a *app) rootCmd() *cobra.Command {
 	return root
 }
 
+// groupCmd is a command that only holds subcommands. Cobra would print its help and exit 0 for a
+// word it does not know (`results delete x`); this refuses it, naming what was meant.
+func groupCmd(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			var names []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			if n := sdk.Nearest(args[0], names); n != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", n)
+			}
+			return fmt.Errorf("%s; its commands: %s", msg, strings.Join(names, ", "))
+		},
+	}
+}
+
 // addContractFlags adds the flags that tune the contract.
 func addContractFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
@@ -312,8 +374,9 @@ func (a *app) progressSince(start time.Time) sdk.Progress {
 	return func(msg string) { a.progress("%5.1fs %s", time.Since(start).Seconds(), msg) }
 }
 
+// openStore opens the database, or goes through the kbplatform process that holds it.
 func (a *app) openStore() (*store.Store, error) {
-	return store.Open(a.cfg.DB)
+	return store.OpenWith(a.cfg.DB, store.Options{Notice: func(m string) { a.progress("%s", m) }})
 }
 
 // openWithRegistry opens the store and loads the tasks it knows with the suite.

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +21,7 @@ import (
 )
 
 func (a *app) studyCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "study", Short: "Run studies (tasks × model × backend × strategy × target) through plugins"}
+	cmd := groupCmd("study", "Run studies (tasks × model × backend × strategy × target) through plugins")
 	cmd.AddCommand(a.studyRunCmd(), a.studyListCmd(), a.studyShowCmd())
 	return cmd
 }
@@ -79,7 +81,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 				dec := yaml.NewDecoder(strings.NewReader(string(b)))
 				dec.KnownFields(true)
 				if err := dec.Decode(&f); err != nil {
-					return fmt.Errorf("%s: %w", file, err)
+					return studyFileError(file, err)
 				}
 			}
 			flag := func(n string) bool { return cmd.Flags().Changed(n) }
@@ -193,17 +195,43 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if f.Device != "" && !cmd.Flags().Changed("device") && os.Getenv("KBP_DEVICE") == "" {
 				device = f.Device
 			}
-			if device == "" || device == "auto" {
+			var contractVersion string
+			{
 				t, hw, err := a.target(pm)
 				if err != nil {
 					return err
 				}
-				device = a.device(hw)
+				contractVersion = study.ContractOf(hw)
+				a.cfg.Device = device
+				device, err = a.pickDevice(hw)
 				t.Close()
+				if err != nil {
+					return err
+				}
 			}
 			size := a.cfg.Size
 			if f.Size != "" && !cmd.Flags().Changed("size") {
 				size = f.Size
+			}
+			var cts []sdk.Task
+			var rts []*registry.Task
+			for _, id := range f.Tasks {
+				t, err := reg.Get(id)
+				if err != nil {
+					return err
+				}
+				ct, err := t.Contract(t.PickSize(size, device))
+				if err != nil {
+					return err
+				}
+				cts, rts = append(cts, ct), append(rts, t)
+			}
+			if g := a.guardMemory(device, cts); g != nil {
+				for i, ct := range cts {
+					if why := g.refuse(ct, rts[i]); why != "" {
+						return fmt.Errorf("refused, nothing was run: %s", why)
+					}
+				}
 			}
 			targetRef := f.Target.ref("target", a.v.GetString("target"), nil)
 			if targetRef.Ref == "target/local" && targetRef.Config == nil {
@@ -218,11 +246,12 @@ func (a *app) studyRunCmd() *cobra.Command {
 			for _, backendRef := range backends {
 				spec := study.Spec{
 					Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
-					Model:    modelRef,
-					Models:   modelRefs,
-					Backend:  backendRef,
-					Strategy: f.Strategy.ref("strategy", "oneshot", sc),
-					Target:   targetRef,
+					ContractVersion: contractVersion,
+					Model:           modelRef,
+					Models:          modelRefs,
+					Backend:         backendRef,
+					Strategy:        f.Strategy.ref("strategy", "oneshot", sc),
+					Target:          targetRef,
 				}
 				a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), modelLabels(spec), spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
 				start := time.Now()
@@ -237,6 +266,9 @@ func (a *app) studyRunCmd() *cobra.Command {
 				}
 				if rep != nil {
 					reports = append(reports, rep)
+				}
+				if errors.Is(err, sdk.ErrInvalidConfig) {
+					err = fmt.Errorf("%s: %w", configSource(err, file, map[string]bool{"model": mc != nil, "backend": bc != nil, "strategy": sc != nil}), err)
 				}
 				if err != nil {
 					runErr = fmt.Errorf("%s: %w", backendRef.Ref, err)
@@ -302,34 +334,78 @@ func modelLabels(spec study.Spec) string {
 	return strings.Join(out, ", ")
 }
 
+// studyFileKeys are the keys a study file may hold.
+var studyFileKeys = []string{"name", "tasks", "level", "size", "device", "model", "backend", "strategy", "target", "budget", "seed",
+	"model.name", "model.config", "backend.name", "backend.config", "strategy.name", "strategy.config", "target.name", "target.config",
+	"budget.generations", "budget.evaluations"}
+
+var yamlUnknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
+
+// studyFileError names the file, and for an unknown key the key probably meant.
+func studyFileError(file string, err error) error {
+	m := yamlUnknownField.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("study file %s: %w", file, err)
+	}
+	msg := fmt.Sprintf("study file %s: line %s: unknown key %q", file, m[1], m[2])
+	if n := sdk.Nearest(m[2], studyFileKeys); n != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return errors.New(msg)
+}
+
+// configSource names where the settings a plugin refused came from: its --KIND-config flag or
+// the study file.
+func configSource(err error, file string, fromFlag map[string]bool) string {
+	kind, _, _ := strings.Cut(err.Error(), ":")
+	switch {
+	case fromFlag[kind]:
+		return "--" + kind + "-config"
+	case file != "":
+		return file + " (" + kind + ".config)"
+	}
+	return kind + " settings"
+}
+
 func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 	multi := len(rep.Spec.Models) > 0
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if multi {
 		fmt.Fprint(tw, "MODEL\t")
 	}
-	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCORRECT\tBEST SPEEDUP\tBEST EVALUATION")
+	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCORRECT\tBEST SPEEDUP\tBEST EVALUATION\tREASON")
 	for _, o := range rep.Outcomes {
 		status := "done"
+		reason := o.Reason
 		switch {
+		case o.Blame != "":
+			status = "no verdict (" + o.Blame + ")"
 		case o.Error != "":
-			status = "error: " + firstLines(o.Error, 1, 80)[0]
+			status = "error"
+			reason = o.Error
 		case o.Skipped:
 			status = "done (earlier run)"
 		case !o.Done:
 			status = "not run"
 		}
-		speed, best := "-", "-"
+		speed, best, correct := "-", "-", "no"
 		if o.Correct {
+			correct = "yes"
 			speed = fmt.Sprintf("%.2fx", o.BestSpeedup)
 			if len(o.BestEval) >= 12 {
 				best = o.BestEval[:12]
 			}
 		}
+		if o.Blame != "" {
+			correct = "-"
+		}
+		if reason == "" {
+			reason = "-"
+		}
 		if multi {
 			fmt.Fprintf(tw, "%s\t", o.Model)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\t%s\n", o.Task, status, o.Attempts, o.Correct, speed, best)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.Task, status, o.Attempts, correct, speed, best, firstLines(reason, 1, 100)[0])
 	}
 	tw.Flush()
 	if multi {
@@ -337,11 +413,16 @@ func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 		for _, m := range models {
 			o := by[m]
 			fmt.Fprintf(w, "%s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", m,
-				study.FastP(o, 0), study.FastP(o, 1), study.FastP(o, 1.5), study.FastP(o, 2), len(o))
+				study.FastP(o, 0), study.FastP(o, 1), study.FastP(o, 1.5), study.FastP(o, 2), study.Judged(o))
 		}
 	}
-	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", rep.Study,
-		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), len(rep.Outcomes))
+	judged := study.Judged(rep.Outcomes)
+	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks", rep.Study,
+		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), judged)
+	if n := len(rep.Outcomes) - judged; n > 0 {
+		fmt.Fprintf(w, "; %d without a verdict about any kernel, left out", n)
+	}
+	fmt.Fprintln(w, ")")
 	if len(rep.ExcludeFlags) > 0 {
 		fmt.Fprintf(w, "results flagged %s are left out\n", strings.Join(rep.ExcludeFlags, ", "))
 	}

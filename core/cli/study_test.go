@@ -39,7 +39,7 @@ func TestStudySurvivesACrashingStrategy(t *testing.T) {
 			softmax = l
 		}
 	}
-	if !strings.Contains(relu, "done") || !strings.Contains(relu, "true") {
+	if !strings.Contains(relu, "done") || !strings.Contains(relu, "yes") {
 		t.Errorf("relu: %q", relu)
 	}
 	if !strings.Contains(softmax, "crashed") && !strings.Contains(softmax, "died") {
@@ -53,5 +53,16 @@ func TestStudySurvivesACrashingStrategy(t *testing.T) {
 	out, _, code = run(t, env, args...)
 	if code != 3 || !strings.Contains(out, "done (earlier run)") {
 		t.Fatalf("second run: %d\n%s", code, out)
+	}
+	// `study show` says why each task ended as it did, not only that it is done.
+	id := strings.TrimSuffix(strings.Fields(lastLine(out))[1], ":")
+	show, _, code := run(t, env, "study", "show", id)
+	if code != 0 || !strings.Contains(show, "REASON") {
+		t.Fatalf("study show: %d\n%s", code, show)
+	}
+	for _, l := range strings.Split(show, "\n") {
+		if strings.HasPrefix(l, "kbp/l1/relu") && !strings.Contains(l, "pass") {
+			t.Errorf("relu's reason missing: %q", l)
+		}
 	}
 }

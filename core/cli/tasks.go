@@ -13,6 +13,7 @@ import (
 	"github.com/kbplatform/kbplatform/core/contract"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 func taskFromRecord(r store.TaskRecord) (*registry.Task, error) {
@@ -28,7 +29,7 @@ func taskFromRecord(r store.TaskRecord) (*registry.Task, error) {
 }
 
 func (a *app) tasksCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "tasks", Short: "List, show, import and validate tasks"}
+	cmd := groupCmd("tasks", "List, show, import and validate tasks")
 	cmd.AddCommand(a.tasksListCmd(), a.tasksShowCmd(), a.tasksImportCmd(), a.tasksValidateCmd())
 	return cmd
 }
@@ -141,15 +142,21 @@ func (a *app) tasksShowCmd() *cobra.Command {
 }
 
 func (a *app) tasksImportCmd() *cobra.Command {
+	var origin string
+	var replace bool
 	cmd := &cobra.Command{
-		Use:   "import kernelbench PATH",
+		Use:   "import kernelbench PATH [--origin NAME] [--replace]",
 		Short: "Import the tasks of a KernelBench checkout (its files stay where they are)",
-		Args:  cobra.ExactArgs(2),
+		Long: `Import the tasks of a KernelBench checkout as kernelbench/lN/NAME (or, with --origin NAME,
+as NAME/lN/NAME). Importing the same files again changes nothing. An import that would change
+tasks already stored under the same ids (another checkout, edited files) is refused unless
+--replace is given; use --origin to keep both.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "kernelbench" {
 				return fmt.Errorf("unknown task source %q (supported: kernelbench)", args[0])
 			}
-			rep, err := registry.ImportKernelBench(args[1])
+			rep, err := registry.ImportKernelBenchAs(args[1], origin)
 			if err != nil {
 				return err
 			}
@@ -158,10 +165,26 @@ func (a *app) tasksImportCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			old, err := st.Tasks()
+			if err != nil {
+				return err
+			}
+			stored := map[string]store.TaskRecord{}
+			for _, r := range old {
+				stored[r.ID] = r
+			}
 			now := time.Now().UTC()
 			recs := make([]store.TaskRecord, 0, len(rep.Tasks))
+			var changed []string
 			for _, t := range rep.Tasks {
+				if o, ok := stored[t.ID]; ok && o.Hash != t.Hash {
+					changed = append(changed, fmt.Sprintf("%s (stored from %s on %s)", t.ID, o.Path, o.ImportedAt.Format("2006-01-02")))
+				}
 				recs = append(recs, store.TaskRecord{ID: t.ID, Origin: t.Origin, Path: t.Path, Source: t.Source, Hash: t.Hash, Meta: t.Meta, ImportedAt: now})
+			}
+			if len(changed) > 0 && !replace {
+				return fmt.Errorf("this import would change %d stored task(s), e.g. %s; nothing was imported. Pass --replace to overwrite them (their evaluations stay, under the old task hash), or --origin NAME to import beside them",
+					len(changed), changed[0])
 			}
 			if err := st.PutTasks(recs); err != nil {
 				return err
@@ -187,10 +210,15 @@ func (a *app) tasksImportCmd() *cobra.Command {
 			for _, p := range bad {
 				fmt.Fprintf(a.out, "invalid %s: %s\n", p, rep.Invalid[p])
 			}
-			fmt.Fprintln(a.out, "run `kbplatform tasks validate --origin kernelbench` to execute their references")
+			if len(changed) > 0 {
+				fmt.Fprintf(a.out, "replaced %d task(s) whose source changed\n", len(changed))
+			}
+			fmt.Fprintf(a.out, "run `kbplatform tasks validate --origin %s` to execute their references\n", origin)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&origin, "origin", registry.OriginKernelBench, "origin, and id prefix, of the imported tasks")
+	cmd.Flags().BoolVar(&replace, "replace", false, "overwrite stored tasks whose source differs")
 	return cmd
 }
 
@@ -224,36 +252,63 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			device := a.device(hw)
+			device, err := a.pickDevice(hw)
+			if err != nil {
+				return err
+			}
+			cts := make([]sdk.Task, len(list))
+			for i, t := range list {
+				if cts[i], err = t.Contract(t.PickSize(a.cfg.Size, device)); err != nil {
+					return err
+				}
+			}
+			guard := a.guardMemory(device, cts)
 			var reports []*contract.Validation
-			failed := 0
+			var failed, refused, notRun int
 			w := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			if !asJSON {
 				fmt.Fprintln(w, "TASK\tSIZE\tSTATUS\tOUTPUT\tNOTES")
 			}
 			for i, t := range list {
-				size := t.PickSize(a.cfg.Size, device)
-				ct, err := t.Contract(size)
-				if err != nil {
-					return err
+				ct := cts[i]
+				rep := &contract.Validation{TaskID: t.ID, Size: ct.Size, Device: device}
+				status := ""
+				switch why := guard.refuse(ct, t); {
+				case a.ctx.Err() != nil:
+					status = "not run"
+					notRun++
+				case why != "":
+					status = "REFUSED"
+					rep.Errors = []string{why}
+					refused++
+				default:
+					a.progress("[%d/%d] validating %s (%s) on %s", i+1, len(list), t.ID, ct.Size, device)
+					got, err := target.Target().Validate(a.ctx, ct, device, a.cfg.Contract)
+					switch {
+					case a.ctx.Err() != nil:
+						// Stopped from outside while it ran: says nothing about the task.
+						status = "not run"
+						notRun++
+					case err != nil:
+						rep.Errors = []string{"target: " + err.Error()}
+					default:
+						rep = got
+					}
 				}
-				a.progress("[%d/%d] validating %s (%s) on %s", i+1, len(list), t.ID, size, device)
-				rep, err := target.Target().Validate(a.ctx, ct, device, a.cfg.Contract)
-				if err != nil {
-					rep = &contract.Validation{TaskID: t.ID, Size: size, Device: device, Errors: []string{"target: " + err.Error()}}
-				}
-				rep.Path = t.Path
-				reports = append(reports, rep)
-				if !rep.OK {
-					failed++
-				}
-				if !asJSON {
-					status := "ok"
+				if status == "" {
+					status = "ok"
 					if !rep.OK {
 						status = "FAIL"
+						failed++
 					}
+				}
+				rep.Path = t.Path
+				if status != "not run" {
+					reports = append(reports, rep)
+				}
+				if !asJSON {
 					notes := strings.Join(append(append([]string{}, rep.Errors...), rep.Warnings...), "; ")
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, size, status, rep.Output, notes)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, ct.Size, status, rep.Output, notes)
 				}
 			}
 			if asJSON {
@@ -262,10 +317,15 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 				}
 			} else {
 				w.Flush()
-				fmt.Fprintf(a.out, "%d tasks, %d failed\n", len(list), failed)
+				fmt.Fprintf(a.out, "%d tasks: %d ok, %d failed, %d refused, %d not run\n", len(list), len(list)-failed-refused-notRun, failed, refused, notRun)
 			}
-			if failed > 0 {
-				return exitError{code: 3, msg: fmt.Sprintf("%d of %d task references failed validation", failed, len(list))}
+			switch {
+			case notRun > 0:
+				return exitError{code: exitInterrupted, msg: fmt.Sprintf("interrupted: %d of %d tasks not run", notRun, len(list))}
+			case failed > 0:
+				return exitError{code: exitKernelFailed, msg: fmt.Sprintf("%d of %d task references failed validation", failed, len(list))}
+			case refused > 0:
+				return exitError{code: exitNoVerdict, msg: fmt.Sprintf("%d of %d tasks refused: they need more memory than this machine allows", refused, len(list))}
 			}
 			return nil
 		},

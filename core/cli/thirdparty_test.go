@@ -85,7 +85,7 @@ func TestThirdPartyStrategy(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "kbp/l1/relu") || !strings.Contains(out, "fast_0 1.00") {
 		t.Fatalf("study: %d\n%s", code, out)
 	}
-	if l := line(out, "kbp/l1/relu"); !strings.Contains(l, " 2 ") || !strings.Contains(l, "true") {
+	if l := line(out, "kbp/l1/relu"); !strings.Contains(l, " 2 ") || !strings.Contains(l, "yes") {
 		t.Errorf("two attempts, correct: %q", l)
 	}
 	// The same study again: its task is done, nothing is re-run.

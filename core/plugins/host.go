@@ -195,6 +195,7 @@ func (m *Manager) client(spec Spec) (*plugin.Client, *sdk.Remote, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  sdk.DialOptions(),
 		Logger:           m.opt.Logger.Named(spec.Ref()),
 		StartTimeout:     2 * time.Minute,
 	}
@@ -477,9 +478,14 @@ type Candidate struct {
 	Problem string    `json:"problem,omitempty"`
 }
 
-// Scan lists built-ins, bundled binaries and third-party binaries; it starts each binary to read
-// its identity.
-func (m *Manager) Scan(ctx context.Context) ([]Candidate, error) {
+// Scan lists built-ins, bundled binaries and third-party binaries; it starts each binary it trusts
+// (built-in, bundled, locked) to read its identity. An unlocked third-party binary is never
+// started: its kind and name are read from its file name, and `plugins lock` is what trusts it.
+func (m *Manager) Scan(ctx context.Context) ([]Candidate, error) { return m.scan(ctx, false) }
+
+// scan is Scan; startUnlocked starts unlocked third-party binaries too (for LockAll, which is the
+// user's decision to trust them).
+func (m *Manager) scan(ctx context.Context, startUnlocked bool) ([]Candidate, error) {
 	lock, err := ReadLock(m.opt.LockFile)
 	if err != nil {
 		return nil, err
@@ -487,6 +493,13 @@ func (m *Manager) Scan(ctx context.Context) ([]Candidate, error) {
 	var out []Candidate
 	add := func(spec Spec, locked bool) {
 		c := Candidate{Spec: spec, Locked: locked}
+		if spec.Source == SourceThirdParty && !locked && !startUnlocked {
+			rest := strings.TrimPrefix(filepath.Base(spec.Path), BinaryPrefix)
+			c.Kind, c.Name, _ = strings.Cut(rest, "-")
+			c.Version = "?"
+			out = append(out, c)
+			return
+		}
 		info, err := m.inspect(spec)
 		if err != nil {
 			c.Problem = err.Error()
@@ -549,6 +562,7 @@ func (m *Manager) inspect(spec Spec) (sdk.Info, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  sdk.DialOptions(),
 		Logger:           m.opt.Logger.Named("inspect"),
 		StartTimeout:     time.Minute,
 	})

@@ -84,7 +84,7 @@ func (m *Manager) LockAll(ctx context.Context) (*Lock, map[string]string, error)
 	if m.opt.LockFile == "" {
 		return nil, nil, errors.New("no lock file configured")
 	}
-	cands, err := m.Scan(ctx)
+	cands, err := m.scan(ctx, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,9 +22,19 @@ type ImportReport struct {
 var kernelBenchLevels = []int{1, 2, 3, 4}
 
 // ImportKernelBench reads a KernelBench checkout (the repository root, or its KernelBench/
-// folder). Level 4 (Hugging Face models that download weights) is skipped with a message.
-// Files are read, never copied into the project; the caller stores their source.
+// folder) as tasks of origin `kernelbench` (ids kernelbench/lN/NAME). Level 4 (Hugging Face
+// models that download weights) is skipped with a message. Files are read, never copied into the
+// project; the caller stores their source.
 func ImportKernelBench(root string) (*ImportReport, error) {
+	return ImportKernelBenchAs(root, OriginKernelBench)
+}
+
+// ImportKernelBenchAs is ImportKernelBench under another origin: ids origin/lN/NAME, so that a
+// second checkout (a fork, another revision) can sit beside the first.
+func ImportKernelBenchAs(root, origin string) (*ImportReport, error) {
+	if origin == "" || strings.ContainsAny(origin, "/ \t") || origin == OriginSuite || origin == OriginFile {
+		return nil, fmt.Errorf("%w: origin %q: one word without slashes, not suite or file", ErrInvalid, origin)
+	}
 	base := root
 	if st, err := os.Stat(filepath.Join(root, "KernelBench")); err == nil && st.IsDir() {
 		base = filepath.Join(root, "KernelBench")
@@ -62,7 +72,7 @@ func ImportKernelBench(root string) (*ImportReport, error) {
 				continue
 			}
 			stem := strings.TrimSuffix(name, ".py")
-			t, err := New(fmt.Sprintf("kernelbench/l%d/%s", level, stem), OriginKernelBench, p, string(src), Meta{Name: kernelBenchName(stem), Level: level, Tags: []string{"kernelbench"}})
+			t, err := New(fmt.Sprintf("%s/l%d/%s", origin, level, stem), origin, p, string(src), Meta{Name: kernelBenchName(stem), Level: level, Tags: []string{"kernelbench"}})
 			if err != nil {
 				rep.Invalid[p] = err.Error()
 				continue

@@ -1,7 +1,9 @@
 // Package store keeps kbplatform's records in Badger: tasks, kernels, evaluations, baselines.
 //
 // Every write is synced before it returns, so a record the CLI reports as stored survives a crash.
-// Only the core process opens the database (Badger holds an exclusive directory lock).
+// One process holds the database (Badger takes an exclusive directory lock) and serves it on a
+// local socket; every other kbplatform process reads and writes through that socket, so any
+// command works while a study runs (docs/store-api.md).
 package store
 
 import (
@@ -11,12 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
-
-	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/kbplatform/kbplatform/core/contract"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -43,49 +43,34 @@ const (
 	ixUnit    = "ix/unit/"
 )
 
-// Store is an open database.
+// Store is an open database: Badger itself in the process that holds it, that process's socket
+// in every other (see Open).
 type Store struct {
-	db  *badger.DB
+	mu  sync.Mutex
+	kv  kv
 	dir string
-}
-
-// Open opens (creating if needed) the database in dir.
-func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	opts := badger.DefaultOptions(dir).
-		WithSyncWrites(true).
-		WithLogger(quietLogger{}).
-		WithNumVersionsToKeep(1).
-		WithMemTableSize(16 << 20).
-		WithValueLogFileSize(256 << 20)
-	db, err := badger.Open(opts)
-	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") || strings.Contains(err.Error(), "resource temporarily unavailable") {
-			return nil, fmt.Errorf("%w (%s): wait for it to finish or use another --db", ErrLocked, dir)
-		}
-		return nil, fmt.Errorf("open database %s: %w", dir, err)
-	}
-	return &Store{db: db, dir: dir}, nil
+	srv *server // set while this process holds the database and serves it
+	opt Options
 }
 
 // Dir is where the database lives.
 func (s *Store) Dir() string { return s.dir }
 
-// Close flushes and closes the database.
-func (s *Store) Close() error { return s.db.Close() }
-
-type quietLogger struct{}
-
-func (quietLogger) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, "badger: "+f, a...) }
-func (quietLogger) Warningf(f string, a ...any) {
-	if !strings.Contains(f, "ignoring") {
-		fmt.Fprintf(os.Stderr, "badger: "+f, a...)
+// Close stops serving the database (when this process holds it) and closes it.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	if s.srv != nil {
+		s.srv.close()
+		s.srv = nil
 	}
+	if s.kv != nil {
+		err = s.kv.close()
+		s.kv = nil
+	}
+	return err
 }
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Debugf(string, ...any) {}
 
 type envelope struct {
 	Schema int             `json:"schema"`
@@ -116,63 +101,22 @@ func decode(b []byte, kind string, v any) error {
 }
 
 func (s *Store) put(kvs map[string][]byte) error {
-	return s.db.Update(func(txn *badger.Txn) error {
-		keys := make([]string, 0, len(kvs))
-		for k := range kvs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if err := txn.Set([]byte(k), kvs[k]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.do(func(k kv) error { return k.put(kvs) })
 }
 
 func (s *Store) get(key, kind string, v any) error {
-	return s.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get([]byte(key))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
-		}
+	return s.do(func(k kv) error {
+		b, err := k.get(key)
 		if err != nil {
 			return err
 		}
-		return it.Value(func(b []byte) error { return decode(b, kind, v) })
+		return decode(b, kind, v)
 	})
 }
 
 // scan visits keys with prefix in order (reverse: newest first for time-ordered keys).
 func (s *Store) scan(prefix string, reverse bool, fn func(key, val []byte) (bool, error)) error {
-	return s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Reverse = reverse
-		opts.Prefix = []byte(prefix)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		seek := []byte(prefix)
-		if reverse {
-			seek = append(append([]byte(nil), seek...), 0xff)
-		}
-		for it.Seek(seek); it.ValidForPrefix([]byte(prefix)); it.Next() {
-			item := it.Item()
-			var cont bool
-			err := item.Value(func(v []byte) error {
-				var err error
-				cont, err = fn(item.KeyCopy(nil), v)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if !cont {
-				return nil
-			}
-		}
-		return nil
-	})
+	return s.do(func(k kv) error { return k.scan(prefix, reverse, fn) })
 }
 
 // NewID returns a time-ordered id: 12 hex digits of milliseconds, 8 random.
@@ -267,7 +211,7 @@ func (s *Store) Kernel(hash string) (KernelRecord, error) {
 // Evaluation is a stored evaluation.
 type Evaluation struct {
 	ID       string           `json:"id"`
-	Target   string           `json:"target"`   // e.g. local/cpu
+	Target   string           `json:"target"`   // the target plugin's name and the device: local/cpu
 	Platform string           `json:"platform"` // fingerprint key
 	StoredAt time.Time        `json:"stored_at"`
 	Result   *contract.Result `json:"result"`
@@ -275,6 +219,8 @@ type Evaluation struct {
 	Model    string           `json:"model,omitempty"` // the study's model that wrote the kernel
 	// Issues are the backend's static-check findings on the kernel, when a backend checked it.
 	Issues []sdk.Issue `json:"issues,omitempty"`
+	// Blame says whose failure it was: kernel, or (verdict error) task, platform, environment.
+	Blame string `json:"blame,omitempty"`
 }
 
 // UnitKey identifies what an evaluation measured: kernel × task × size × platform × contract.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kbplatform/kbplatform/core/gateway"
 	"github.com/kbplatform/kbplatform/core/plugins"
+	"github.com/kbplatform/kbplatform/core/record"
 	"github.com/kbplatform/kbplatform/core/registry"
 	"github.com/kbplatform/kbplatform/core/store"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -56,6 +57,22 @@ type Spec struct {
 	Budget   sdk.Budget  `json:"budget"`
 	Seed     int64       `json:"seed"`
 	Contract sdk.Config  `json:"contract"`
+	// ContractVersion is the version of the contract the target runs (its `contract:` capability).
+	// It is part of the id: a study under a new contract starts afresh and reuses nothing.
+	ContractVersion string `json:"contract_version,omitempty"`
+}
+
+// ContractOf reads the contract version a target advertises ("" when it names none).
+func ContractOf(hw *sdk.Hardware) string {
+	if hw == nil {
+		return ""
+	}
+	for _, c := range hw.Capabilities {
+		if v, ok := strings.CutPrefix(c, "contract:"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // ID is a deterministic hash of everything in the spec but its name.
@@ -149,6 +166,11 @@ type TaskOutcome struct {
 	BestSpeedup float64 `json:"best_speedup,omitempty"`
 	BestEval    string  `json:"best_evaluation,omitempty"`
 	Error       string  `json:"error,omitempty"`
+	// Blame is set when the task has no verdict about any kernel because something else failed
+	// (task, platform, environment): such a task counts in no fast_p.
+	Blame string `json:"blame,omitempty"`
+	// Reason is the strategy's note for a finished task, or why it has no verdict.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Report summarises a study run.
@@ -292,9 +314,9 @@ func Summarize(st *store.Store, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	done := map[string]bool{}
+	done := map[string]store.Unit{}
 	for _, u := range units {
-		done[u.Task] = true
+		done[u.Task] = u
 	}
 	// Outcomes are per task, or per task and model in a study of several models.
 	model := func(m string) string {
@@ -309,25 +331,64 @@ func Summarize(st *store.Store, rep *Report) error {
 		key := rep.Spec.unitKey(o.Task, o.Model)
 		idx[key] = i
 		o.Attempts = 0
-		o.Done = o.Done || done[key]
+		u, ok := done[key]
+		o.Done = o.Done || ok
+		if ok && o.Reason == "" {
+			o.Reason = u.Note
+		}
 	}
 	for _, a := range atts {
 		if i, ok := idx[rep.Spec.unitKey(a.Task, model(a.Model))]; ok {
 			rep.Outcomes[i].Attempts++
 		}
 	}
+	// By outcome: a verdict about some kernel; the last failure that was not a kernel's, and why;
+	// the last verdict about a kernel.
+	judged := map[int]bool{}
+	blamed := map[int]string{}
+	last := map[int]string{}
 	for _, ev := range evs {
 		i, ok := idx[rep.Spec.unitKey(ev.Result.Task.ID, model(ev.Model))]
-		if !ok || ev.Result.Verdict != sdk.Pass || ev.Result.Timing == nil {
+		if !ok {
 			continue
 		}
 		if slices.ContainsFunc(rep.ExcludeFlags, ev.Result.HasFlag) {
 			continue
 		}
 		o := &rep.Outcomes[i]
+		b := ev.Blame
+		if b == "" {
+			b = record.BlameOf(ev.Result)
+		}
+		if b == "" || b == record.BlameKernel {
+			judged[i] = true
+			last[i] = describe(ev.Result)
+		} else {
+			o.Blame, blamed[i] = b, ev.Result.ErrorClass+": "+firstLine(ev.Result.Message)
+		}
+		if ev.Result.Verdict != sdk.Pass || ev.Result.Timing == nil {
+			continue
+		}
 		o.Correct = true
 		if ev.Result.Timing.Speedup > o.BestSpeedup {
 			o.BestSpeedup, o.BestEval = ev.Result.Timing.Speedup, ev.ID
+		}
+	}
+	for i := range rep.Outcomes {
+		o := &rep.Outcomes[i]
+		switch {
+		case judged[i]:
+			o.Blame = ""
+			if o.Correct {
+				o.Reason = fmt.Sprintf("pass, best %.2fx", o.BestSpeedup)
+			} else if o.Reason == "" {
+				o.Reason = last[i]
+			}
+		case o.Blame != "":
+			o.Reason = blamed[i]
+		case o.Error != "":
+			// The strategy or the model failed before any kernel was judged.
+			o.Blame, o.Reason = record.BlamePlatform, firstLine(o.Error)
 		}
 	}
 	return nil
@@ -345,26 +406,53 @@ func ByModel(outcomes []TaskOutcome) (models []string, by map[string][]TaskOutco
 	return models, by
 }
 
-// FastP is KernelBench's fast_p over the outcomes: the fraction of tasks with a correct kernel
-// whose speedup over eager exceeds p (fast_0 is the correctness rate).
-func FastP(outcomes []TaskOutcome, p float64) float64 {
-	if len(outcomes) == 0 {
-		return 0
+// describe is a one-line account of a verdict.
+func describe(r *sdk.Result) string {
+	if r.Verdict == sdk.Pass {
+		return "pass"
 	}
-	n := 0
+	d := r.Verdict + " " + r.ErrorClass
+	if m := firstLine(r.Message); m != "" {
+		d += ": " + m
+	}
+	return d
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+// FastP is KernelBench's fast_p over the outcomes: the fraction of tasks with a correct kernel
+// whose speedup over eager exceeds p (fast_0 is the correctness rate). Tasks without a verdict
+// about any kernel because the task, the platform or the environment failed (Blame) are left out:
+// they say nothing about the model.
+func FastP(outcomes []TaskOutcome, p float64) float64 {
+	n, total := 0, 0
 	for _, o := range outcomes {
+		if o.Blame != "" {
+			continue
+		}
+		total++
 		if o.Correct && (p <= 0 || o.BestSpeedup > p) {
 			n++
 		}
 	}
-	return float64(n) / float64(len(outcomes))
+	if total == 0 {
+		return 0
+	}
+	return float64(n) / float64(total)
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
+// Judged counts the outcomes FastP is computed over.
+func Judged(outcomes []TaskOutcome) int {
+	n := 0
+	for _, o := range outcomes {
+		if o.Blame == "" {
+			n++
+		}
 	}
-	return s
+	return n
 }
 
 // hostPlatform is what any plugin may ask of the host outside a run: stored kernels.
@@ -517,22 +605,24 @@ func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.E
 	} else {
 		res, err = p.target.Evaluate(ctx, sdk.EvaluateRequest{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Recipe: p.recipe},
 			func(m string) { p.progress("    " + m) })
-		if err != nil {
-			return nil, fmt.Errorf("target: %w", err)
+		if err == nil && res != nil {
+			ApplyFlags(res, issues)
 		}
-		ApplyFlags(res, issues)
 	}
-	res.Task.Source, res.Kernel.Source = p.task.Source, source
-	if res.ErrorClass == sdk.ClassInterrupted {
+	rec := &record.Recorder{Store: p.store, Target: p.targetName, Validator: p.target}
+	ev, rerr := rec.Record(ctx, record.Attempt{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Result: res, Err: err,
+		Study: p.study, Model: p.modelName, Issues: issues})
+	if errors.Is(rerr, record.ErrInterrupted) {
 		return nil, fmt.Errorf("%w: the evaluation was interrupted", context.Canceled)
 	}
-	if err := p.store.PutKernel(store.KernelRecord{Hash: k.Hash, Source: source, Name: k.Name, FirstSeen: time.Now().UTC()}); err != nil {
-		return nil, err
+	if rerr != nil {
+		return nil, rerr
 	}
-	ev := &store.Evaluation{Target: p.targetName + "/" + p.spec.Device, Result: res, Study: p.study, Model: p.modelName, Issues: issues}
-	if err := p.store.PutEvaluation(ev); err != nil {
-		return nil, err
+	if err != nil {
+		// Stored as the platform's failure; the strategy cannot go on without its target.
+		return nil, fmt.Errorf("target (evaluation %s, no verdict): %w", ev.ID[:12], err)
 	}
+	res = ev.Result
 	return &sdk.Evaluation{ID: ev.ID, Result: res, Issues: issues}, nil
 }
 
