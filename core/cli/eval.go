@@ -294,6 +294,19 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 		fmt.Fprintf(w, "          eager     median %.4f ms  (IQR %.4f, CV %.1f%%, n=%d)\n", t.Reference.Median, t.Reference.IQR, 100*t.Reference.CV, t.Reference.N)
 		fmt.Fprintf(w, "speedup   %.3fx vs PyTorch eager\n", t.Speedup)
 	}
+	if ph := r.Phases; ph != nil && ph.Total > 0 {
+		var trials float64
+		for _, x := range ph.Trials {
+			trials += x
+		}
+		fmt.Fprintf(w, "time      %.1f s (GPU work %.2f s): processes ready %.1f s, load %.1f s, %d trials %.1f s, timing %.1f s (re-checks %.1f s)\n",
+			ph.Total, ph.GPUWork, max(ph.CandidateStart, ph.ReferenceReady), ph.Load, len(ph.Trials), trials, ph.Timing, ph.Rechecks)
+	}
+	if m := r.Memory; m != nil && m.Footprint > 0 {
+		gib := func(b int64) float64 { return float64(b) / (1 << 30) }
+		fmt.Fprintf(w, "memory    peak %.1f GiB (reference %.1f + candidate %.1f) for a task whose eager forward needs %.1f GiB (%.1fx)\n",
+			gib(m.Peak), gib(m.ReferencePeak), gib(m.CandidatePeak), gib(m.Footprint), float64(m.Peak)/float64(m.Footprint))
+	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "warning   %s\n", warn)
 	}

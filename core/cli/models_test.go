@@ -42,7 +42,7 @@ func TestStudyAgainstOpenAICompatibleServer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	if line := lineWith(out, "kbp/l1/relu"); !strings.Contains(line, "done") || !strings.Contains(line, "true") {
+	if line := lineWith(out, "kbp/l1/relu"); !strings.Contains(line, "done") || !strings.Contains(line, "yes") {
 		t.Fatalf("relu should be done and correct:\n%s", out)
 	}
 	if srv.Requests() != 1 {

@@ -358,6 +358,7 @@ func studyFileError(file string, err error) error {
 // the study file.
 func configSource(err error, file string, fromFlag map[string]bool) string {
 	kind, _, _ := strings.Cut(err.Error(), ":")
+	kind, _, _ = strings.Cut(kind, " ") // "model replay: ..." names the kind first
 	switch {
 	case fromFlag[kind]:
 		return "--" + kind + "-config"

@@ -55,7 +55,7 @@ func TestStudySurvivesACrashingStrategy(t *testing.T) {
 		t.Fatalf("second run: %d\n%s", code, out)
 	}
 	// `study show` says why each task ended as it did, not only that it is done.
-	id := strings.TrimSuffix(strings.Fields(lastLine(out))[1], ":")
+	id := strings.TrimSuffix(strings.Fields(lineWith(out, "study "))[1], ":")
 	show, _, code := run(t, env, "study", "show", id)
 	if code != 0 || !strings.Contains(show, "REASON") {
 		t.Fatalf("study show: %d\n%s", code, show)
