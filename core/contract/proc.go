@@ -101,7 +101,8 @@ func spawn(spec spawnSpec) (*proc, error) {
 	lg := newBoundedLog(logCap)
 	c.Stdout = lg
 	c.Stderr = lg
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// SIGTERM when the driver dies: the shepherd ends its whole tree, then itself (run.py).
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	// A process that keeps the log pipe open after the worker's end must not hold Wait (and the
 	// evaluation) forever; kill ends the whole tree, this bounds what it cannot reach.
 	c.WaitDelay = 5 * time.Second

@@ -187,8 +187,8 @@ func (m *Manager) client(spec Spec) (*plugin.Client, *sdk.Remote, error) {
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, spec.Kind)
 	// A session of its own: everything the plugin starts (workers, compilers), in whatever process
-	// group, stays in this session and is killed with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// group, stays in this session and is killed with it. It dies with the host, too.
+	cmd.SysProcAttr = pluginProcAttr()
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		Plugins:          plugin.PluginSet{sdk.PluginKey: &sdk.GRPCPlugin{}},
@@ -555,7 +555,7 @@ func (m *Manager) inspect(spec Spec) (sdk.Info, error) {
 	}
 	cmd := exec.Command(s.Path, s.Args...)
 	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, "") // its kind is not known yet
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = pluginProcAttr()
 	c := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		Plugins:          plugin.PluginSet{sdk.PluginKey: &sdk.GRPCPlugin{}},

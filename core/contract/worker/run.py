@@ -78,8 +78,18 @@ def _shepherd():
     except (OSError, AttributeError):
         return
     me = os.getpid()
+
+    def _driver_gone(signum, frame):
+        # The driver died (its parent-death signal, SIGTERM, set when it started this process):
+        # end everything below, which may include processes the worker started that left its
+        # group, then go.
+        _end_leftovers()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _driver_gone)
     worker = os.fork()
     if worker == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         # The worker dies with the shepherd (which dies with the driver).
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != me:
