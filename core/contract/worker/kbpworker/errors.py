@@ -16,6 +16,10 @@ MEMORY_FAULTS = (
 
 MAX_MESSAGE = 8000
 
+# Triton's exceptions for a kernel that cannot be built for the GPU (triton.runtime.errors and
+# triton.backends.nvidia): raised at the first launch, they are compile failures.
+TRITON_BUILD_ERRORS = ("OutOfResources", "PTXASError", "CompileTimeAssertionFailure")
+
 
 class LoadError(Exception):
     """The candidate module cannot be used: syntax error, import failure, no ModelNew."""
@@ -30,7 +34,11 @@ def classify(exc, phase):
     if isinstance(exc, CompileError):
         return "compile_error"
     mod = type(exc).__module__ or ""
-    if mod.startswith("triton") and "compil" in (type(exc).__name__ + mod).lower():
+    name = type(exc).__name__
+    if mod.startswith("triton") and ("compil" in (name + mod).lower() or name in TRITON_BUILD_ERRORS):
+        # Triton builds a kernel at its first launch: a kernel that cannot be built for this GPU
+        # (its shared memory or registers do not fit, ptxas refuses it) failed to compile, whenever
+        # that shows.
         return "compile_error"
     text = str(exc).lower()
     if type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text:

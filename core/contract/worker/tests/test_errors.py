@@ -14,3 +14,14 @@ def test_compile_message_keeps_error_lines():
     log = "\n".join(["[1/2] c++ -c main.cpp", "main.cpp: In function 'f':", "main.cpp:7:5: error: expected ';' before 'return'", "    7 |     return out;", "ninja: build stopped"])
     msg = errors.useful_message(extcache.CompileError(log))
     assert "error: expected ';'" in msg and "CompileError" in msg
+
+
+def test_triton_build_failures_at_first_launch_are_compile_errors():
+    def triton_error(name, module):
+        return type(name, (Exception,), {"__module__": module})("out of resource: shared memory, Required: 262144, Hardware limit: 232448")
+
+    assert errors.classify(triton_error("OutOfResources", "triton.runtime.errors"), "call") == "compile_error"
+    assert errors.classify(triton_error("PTXASError", "triton.runtime.errors"), "call") == "compile_error"
+    assert errors.classify(triton_error("CompilationError", "triton.compiler.errors"), "call") == "compile_error"
+    # Not Triton's: a runtime error that merely mentions resources stays one.
+    assert errors.classify(triton_error("OutOfResources", "mykernel"), "call") == "runtime_error"
