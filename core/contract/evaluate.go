@@ -72,22 +72,6 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	// The candidate's process: a spare started during an earlier evaluation when there is one
-	// (its torch import already done), else a new one. Its folder is the evaluation's.
-	cand, err := e.candidateProcess(ctx, device)
-	if err != nil {
-		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
-		return res
-	}
-	defer os.RemoveAll(cand.dir)
-	defer cand.p.close()
-	dir := cand.dir
-	dumpDir := filepath.Join(dir, "out")
-	if err := os.Mkdir(dumpDir, 0o700); err != nil {
-		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
-		return res
-	}
-
 	// The reference process starts while the candidate compiles: each start is an import of
 	// torch (seconds), and neither needs the other. A reference started for a kernel that then
 	// fails to compile stays cached for the next evaluation of the task.
@@ -103,6 +87,23 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 			res.Fingerprint = e.fingerprint(device, fp)
 		}
 	}()
+	// The candidate's process (after the reference's start is under way: a spare may still be
+	// finishing its imports): a spare started during an earlier evaluation when there is one
+	// (its torch import already done), else a new one. Its folder is the evaluation's.
+	cand, err := e.candidateProcess(ctx, device)
+	if err != nil {
+		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
+		return res
+	}
+	defer os.RemoveAll(cand.dir)
+	defer cand.p.close()
+	dir := cand.dir
+	dumpDir := filepath.Join(dir, "out")
+	if err := os.Mkdir(dumpDir, 0o700); err != nil {
+		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
+		return res
+	}
+
 	if compiled == nil {
 		e.progress("compiling %s", k.Name)
 		compiled = e.Compile(ctx, t, k, device)
