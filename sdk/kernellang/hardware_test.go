@@ -37,3 +37,25 @@ func TestHardwareFacts(t *testing.T) {
 		})
 	}
 }
+
+// TORCH_CUDA_ARCH_LIST covers every GPU kind the target reported, once each, in order.
+func TestCUDAArchList(t *testing.T) {
+	cases := []struct {
+		name string
+		hw   *sdk.Hardware
+		want string
+	}{
+		{"no hardware", nil, ""},
+		{"cpu only", &sdk.Hardware{Devices: []sdk.Device{{Name: "cpu", Kind: "cpu"}}}, ""},
+		{"one GPU", &sdk.Hardware{Devices: []sdk.Device{{Kind: "cuda", ComputeCapability: "9.0"}}}, "9.0"},
+		{"two kinds of GPU", &sdk.Hardware{Devices: []sdk.Device{{Kind: "cuda", ComputeCapability: "9.0"},
+			{Kind: "cuda", ComputeCapability: "8.0"}, {Kind: "cuda", ComputeCapability: "9.0"}}}, "8.0;9.0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := CUDAArchList(c.hw); got != c.want {
+				t.Errorf("CUDAArchList = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
