@@ -5,13 +5,13 @@ package anthropictest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbplatform/kbplatform/plugins/models/internal/wirelog"
 )
 
 // Reply answers the n-th request (1-based) given its decoded body.
@@ -20,9 +20,7 @@ type Reply func(n int, body map[string]any, w http.ResponseWriter)
 // Server is a Messages API endpoint; its base URL is URL.
 type Server struct {
 	*httptest.Server
-	mu     sync.Mutex
-	bodies []map[string]any
-	keys   []string
+	wirelog.Log
 }
 
 // New starts a server closed at the end of the test.
@@ -33,41 +31,16 @@ func New(t testing.TB, reply Reply) *Server {
 			http.NotFound(w, r)
 			return
 		}
-		b, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		_ = json.Unmarshal(b, &body)
-		s.mu.Lock()
-		s.bodies = append(s.bodies, body)
 		// The key arrives as x-api-key or as a bearer token, depending on the SDK's version.
-		s.keys = append(s.keys, r.Header.Get("X-Api-Key")+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-		n := len(s.bodies)
-		s.mu.Unlock()
+		n, body := s.Add(r, r.Header.Get("X-Api-Key")+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 		reply(n, body, w)
 	}))
 	t.Cleanup(s.Close)
 	return s
 }
 
-// Requests counts the requests received.
-func (s *Server) Requests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bodies)
-}
-
-// Body returns the i-th request's body (0-based).
-func (s *Server) Body(i int) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bodies[i]
-}
-
 // Key returns the key the i-th request carried.
-func (s *Server) Key(i int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.keys[i]
-}
+func (s *Server) Key(i int) string { return s.At(i).Credential }
 
 // Message writes a message of content blocks. Usage: 90 input tokens and 10 read from the
 // prompt cache, 30 output tokens of which 12 thinking.

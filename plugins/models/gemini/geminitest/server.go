@@ -5,13 +5,13 @@ package geminitest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbplatform/kbplatform/plugins/models/internal/wirelog"
 )
 
 // Reply answers the n-th request (1-based) given its decoded body.
@@ -20,10 +20,7 @@ type Reply func(n int, body map[string]any, w http.ResponseWriter)
 // Server is a generateContent endpoint; its base URL is URL.
 type Server struct {
 	*httptest.Server
-	mu     sync.Mutex
-	bodies []map[string]any
-	paths  []string
-	keys   []string
+	wirelog.Log
 }
 
 // New starts a server closed at the end of the test.
@@ -34,48 +31,18 @@ func New(t testing.TB, reply Reply) *Server {
 			http.NotFound(w, r)
 			return
 		}
-		b, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		_ = json.Unmarshal(b, &body)
-		s.mu.Lock()
-		s.bodies = append(s.bodies, body)
-		s.paths = append(s.paths, r.URL.Path)
-		s.keys = append(s.keys, r.Header.Get("X-Goog-Api-Key")+r.URL.Query().Get("key"))
-		n := len(s.bodies)
-		s.mu.Unlock()
+		n, body := s.Add(r, r.Header.Get("X-Goog-Api-Key")+r.URL.Query().Get("key"))
 		reply(n, body, w)
 	}))
 	t.Cleanup(s.Close)
 	return s
 }
 
-// Requests counts the requests received.
-func (s *Server) Requests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bodies)
-}
-
-// Body returns the i-th request's body (0-based).
-func (s *Server) Body(i int) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bodies[i]
-}
-
 // Path returns the i-th request's URL path.
-func (s *Server) Path(i int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.paths[i]
-}
+func (s *Server) Path(i int) string { return s.At(i).Path }
 
 // Key returns the key the i-th request carried.
-func (s *Server) Key(i int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.keys[i]
-}
+func (s *Server) Key(i int) string { return s.At(i).Credential }
 
 // Candidate is one candidate of a reply.
 type Candidate struct {

@@ -6,12 +6,12 @@ package openaitest
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbplatform/kbplatform/plugins/models/internal/wirelog"
 )
 
 // Reply answers the n-th request (1-based) given its decoded body.
@@ -20,10 +20,8 @@ type Reply func(n int, body map[string]any, w http.ResponseWriter)
 // Server is an OpenAI-compatible endpoint; its base URL is URL + "/v1".
 type Server struct {
 	*httptest.Server
-	mu     sync.Mutex
-	bodies []map[string]any
-	auth   []string
-	reply  Reply
+	wirelog.Log
+	reply Reply
 }
 
 // New starts a server closed at the end of the test.
@@ -34,14 +32,7 @@ func New(t testing.TB, reply Reply) *Server {
 			http.NotFound(w, r)
 			return
 		}
-		b, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		_ = json.Unmarshal(b, &body)
-		s.mu.Lock()
-		s.bodies = append(s.bodies, body)
-		s.auth = append(s.auth, r.Header.Get("Authorization"))
-		n := len(s.bodies)
-		s.mu.Unlock()
+		n, body := s.Add(r, r.Header.Get("Authorization"))
 		s.reply(n, body, w)
 	}))
 	t.Cleanup(s.Close)
@@ -51,26 +42,8 @@ func New(t testing.TB, reply Reply) *Server {
 // BaseURL is what a study's base_url setting should say.
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
 
-// Requests counts the requests received.
-func (s *Server) Requests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bodies)
-}
-
-// Body returns the i-th request's body (0-based).
-func (s *Server) Body(i int) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bodies[i]
-}
-
 // Auth returns the i-th request's Authorization header.
-func (s *Server) Auth(i int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.auth[i]
-}
+func (s *Server) Auth(i int) string { return s.At(i).Credential }
 
 // Completion writes a chat completion with one choice per text; extra fields go into each
 // message (reasoning_content, say). Usage: 100 prompt tokens, 20 completion tokens per choice
