@@ -30,7 +30,10 @@ func (r *evalRun) correctness() bool {
 			// The first trial of each distribution calls the candidate twice on the same input
 			// (the nondeterminism check) and has its inputs after the call checked.
 			var replies []compareReply
-			repeat := 1 + btoi(s == 0)
+			repeat := 1
+			if s == 0 {
+				repeat = 2
+			}
 			for rep := 0; rep < repeat; rep++ {
 				c, ok := r.trialCall(&tr, fmt.Sprintf("t%dr%d", n, rep), rep == 0 && s == 0, repeat > 1)
 				if !ok {
@@ -52,13 +55,6 @@ func (r *evalRun) correctness() bool {
 		}
 	}
 	return true
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // trialCall makes one correctness call of the candidate and has the reference compare what it
