@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kbplatform/kbplatform/core/cli"
+	"github.com/kbplatform/kbplatform/internal/cli"
 )
 
 func main() {

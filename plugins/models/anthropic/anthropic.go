@@ -1,6 +1,6 @@
 // Package anthropic is the model plugin for Anthropic's Messages API, through
 // github.com/anthropics/anthropic-sdk-go with the SDK's own retries off: the host retries,
-// paces and caches every provider the same way (core/gateway). The API has no n, so a request
+// paces and caches every provider the same way (internal/gateway). The API has no n, so a request
 // for several completions is sent as several requests.
 package anthropic
 

@@ -1,7 +1,7 @@
 // Package gemini is the model plugin for Google's Gemini models, on the Gemini API or Vertex AI,
 // through google.golang.org/genai: the SDK Google maintains, which replaced the deprecated
 // github.com/google/generative-ai-go. The SDK's retries stay off: the host retries, paces and
-// caches every provider the same way (core/gateway).
+// caches every provider the same way (internal/gateway).
 package gemini
 
 import (

@@ -1,7 +1,7 @@
 // Package openai is the model plugin for OpenAI's chat completions API and every server that
 // speaks it: vLLM, SGLang, Ollama, llama.cpp's server, TGI, DeepSeek, Together, Fireworks,
 // OpenRouter. It talks through github.com/openai/openai-go with the SDK's own retries off: the
-// host retries, paces and caches every provider the same way (core/gateway).
+// host retries, paces and caches every provider the same way (internal/gateway).
 package openai
 
 import (

@@ -1,5 +1,5 @@
 // Package local is the local target: the CPU and the NVIDIA GPUs of this host, running the
-// contract of core/contract. With cgo it reads the GPU fingerprint through NVML (the
+// contract of internal/contract. With cgo it reads the GPU fingerprint through NVML (the
 // kbplugin-target-local binary); without it, through nvidia-smi.
 package local
 
@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kbplatform/kbplatform/core/contract"
-	"github.com/kbplatform/kbplatform/core/pyenv"
+	"github.com/kbplatform/kbplatform/internal/contract"
+	"github.com/kbplatform/kbplatform/internal/pyenv"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/kbplatform/kbplatform/core/contract"
+	"github.com/kbplatform/kbplatform/internal/contract"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 

@@ -3,7 +3,7 @@
 package local
 
 import (
-	"github.com/kbplatform/kbplatform/core/contract"
+	"github.com/kbplatform/kbplatform/internal/contract"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 

@@ -1,7 +1,7 @@
 // Package chat holds what the provider plugins (openai, anthropic, gemini) share on their side of
 // the boundary: the settings every provider accepts, merging them with a strategy's sampling
 // parameters, reading the API key, splitting a request for n completions, and dropping a
-// parameter a server rejects. Retries, limits, the cache and cost are the host's (core/gateway).
+// parameter a server rejects. Retries, limits, the cache and cost are the host's (internal/gateway).
 package chat
 
 import (

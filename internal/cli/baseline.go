@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kbplatform/kbplatform/internal/contract"
+	"github.com/kbplatform/kbplatform/internal/record"
+	"github.com/kbplatform/kbplatform/internal/registry"
+	"github.com/kbplatform/kbplatform/internal/store"
+	"github.com/kbplatform/kbplatform/sdk"
+)
+
+func (a *app) baselineCmd() *cobra.Command {
+	var taskIDs []string
+	var level int
+	var modes []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "baseline [--task ID...] [--level N] [--modes eager,compile-default,...]",
+		Short: "Time tasks in eager mode and the torch.compile modes, per platform",
+		Long: `Time each task's own Model in eager mode and in torch.compile's modes (default,
+reduce-overhead, max-autotune, max-autotune-no-cudagraphs; also cudagraphs), each checked for
+correctness against eager and timed the same way as candidates. Compile time is excluded from
+timing and shown apart (COMPILE s): the compiling first call runs before any trial, under
+--compile-timeout. SPEEDUP is the eager median over the mode's median (above 1: the mode is
+faster), as for kernels. The eager row is an A/A measurement: eager against eager, whose ratio
+shows the platform's timing noise. Results are stored per task, size, platform fingerprint and mode.
+Exit status 3 means a mode failed its verdict (it computes something else); 4 means a timing got
+no verdict because the task, the platform or the environment failed (as for eval).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, reg, err := a.openWithRegistry()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var list []*registry.Task
+			for _, id := range taskIDs {
+				t, err := reg.Get(id)
+				if err != nil {
+					return err
+				}
+				list = append(list, t)
+			}
+			if len(taskIDs) == 0 {
+				list = reg.List(registry.Filter{Level: level, Origin: registry.OriginSuite})
+			}
+			for _, m := range modes {
+				if !validMode(m) {
+					return fmt.Errorf("unknown mode %q (known: %s, cudagraphs)", m, strings.Join(contract.BaselineModes, ", "))
+				}
+			}
+			pm := a.pluginManager()
+			defer pm.Close()
+			target, hw, err := a.target(pm)
+			if err != nil {
+				return err
+			}
+			device, err := a.pickDevice(hw)
+			if err != nil {
+				return err
+			}
+			var cts []sdk.Task
+			for _, t := range list {
+				ct, err := t.Contract(t.PickSize(a.cfg.Size, device))
+				if err != nil {
+					return err
+				}
+				cts = append(cts, ct)
+			}
+			if g := a.guardMemory(device, cts); g != nil {
+				for i, ct := range cts {
+					if why := g.refuse(ct, list[i]); why != "" {
+						return fmt.Errorf("refused, nothing was run: %s", why)
+					}
+				}
+			}
+			progress := a.progressSince(time.Now())
+			var out []store.Baseline
+			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+			if !asJSON {
+				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tSPEEDUP\tCOMPILE s\tSTATUS")
+			}
+			total := len(list) * len(modes)
+			rec := a.recorder(st, target)
+			var failed, noVerdict int
+			n := 0
+			for _, t := range list {
+				size := t.PickSize(a.cfg.Size, device)
+				ct, err := t.Contract(size)
+				if err != nil {
+					return err
+				}
+				for _, mode := range modes {
+					n++
+					a.progress("[%d/%d] %s (%s) %s", n, total, t.ID, size, mode)
+					res, err := target.Target().Baseline(a.ctx, sdk.BaselineRequest{Task: ct, Device: device, Mode: mode, Config: a.cfg.Contract}, progress)
+					ev, err := rec.Record(a.ctx, record.Attempt{Task: ct, Device: device, Config: a.cfg.Contract, Result: res, Err: err})
+					if errors.Is(err, record.ErrInterrupted) {
+						tw.Flush()
+						return exitError{code: exitInterrupted, msg: "interrupted; baselines measured so far are stored"}
+					}
+					if err != nil {
+						return err
+					}
+					res = ev.Result
+					b := store.Baseline{TaskID: t.ID, TaskHash: ct.Hash, Size: size, Mode: mode, Device: device, Evaluation: ev.ID,
+						Fingerprint: res.Fingerprint, Platform: ev.Platform, Verdict: res.Verdict, Contract: res.Contract, MeasuredAt: res.FinishedAt}
+					if res.Verdict == contract.Pass && res.Timing != nil {
+						b.Stats = &res.Timing.Candidate
+						b.Eager = &res.Timing.Reference
+						b.Speedup = res.Timing.Speedup
+						b.CompileS = res.ModelCompileS
+					} else {
+						b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
+					}
+					switch ev.Blame {
+					case "":
+					case record.BlameKernel:
+						failed++
+					default:
+						noVerdict++
+					}
+					if err := st.PutBaseline(b); err != nil {
+						return err
+					}
+					out = append(out, b)
+					if !asJSON {
+						if b.Stats != nil {
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, b.Speedup, compileSeconds(b.CompileS))
+						} else {
+							fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
+						}
+					}
+				}
+			}
+			if asJSON {
+				if err := printJSON(a.out, out); err != nil {
+					return err
+				}
+			} else if err := tw.Flush(); err != nil {
+				return err
+			}
+			return verdictExit(failed, noVerdict, len(out), "baselines")
+		},
+	}
+	cmd.Flags().StringArrayVar(&taskIDs, "task", nil, "task id (repeatable; default: the whole suite)")
+	cmd.Flags().IntVar(&level, "level", 0, "only suite tasks of this level")
+	cmd.Flags().StringSliceVar(&modes, "modes", contract.BaselineModes, "modes to time")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addContractFlags(cmd)
+	return cmd
+}
+
+func validMode(m string) bool {
+	if m == "cudagraphs" {
+		return true
+	}
+	for _, k := range contract.BaselineModes {
+		if k == m {
+			return true
+		}
+	}
+	return false
+}
+
+// compileSeconds shows a compile time; eager has none.
+func compileSeconds(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", s)
+}

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kbplatform/kbplatform/internal/pyenv"
+)
+
+func (a *app) configCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Print every setting as resolved (flag > KBP_ environment > kbplatform.yaml > default) and the Python found",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := a.cfg
+			// The interpreter the local target will use, as it finds it.
+			found := map[string]any{}
+			if py, err := pyenv.Find(a.ctx, c.Python); err == nil {
+				found = map[string]any{"path": py.Path, "python": py.Version, "torch": py.Torch, "cuda": py.CUDA, "gpus": len(py.GPUs)}
+			} else {
+				found["error"] = err.Error()
+			}
+			settings := map[string]any{
+				"config_file": c.ConfigFile, "db": c.DB, "python": c.Python, "python_found": found, "device": c.Device, "size": c.Size,
+				"work_dir": c.WorkDir, "cache_dir": c.CacheDir, "quiet": c.Quiet, "compile_workers": c.CompileWorkers,
+				"target": a.v.GetString("target"), "plugin_dir": a.v.GetStringSlice("plugin_dir"), "plugin_path": a.pluginDirs(),
+				"plugin_lock": a.v.GetString("plugin_lock"), "log_level": a.v.GetString("log_level"),
+				"memory_share": a.v.GetFloat64("memory_share"), "contract": c.Contract,
+			}
+			if asJSON {
+				return printJSON(a.out, settings)
+			}
+			file := c.ConfigFile
+			if file == "" {
+				file = "(none found)"
+			}
+			row := func(k, format string, v ...any) { fmt.Fprintf(a.out, "%-24s "+format+"\n", append([]any{k}, v...)...) }
+			row("config file", "%s", file)
+			row("db", "%s", c.DB)
+			row("python", "%s", orDefault(c.Python, "(auto: first interpreter that imports torch)"))
+			if p, ok := found["path"]; ok {
+				row("  found", "%s (python %s, torch %s, CUDA %s, %d GPU(s))", p, found["python"], found["torch"], orDefault(fmt.Sprint(found["cuda"]), "none"), found["gpus"])
+			} else {
+				row("  found", "none: %s", found["error"])
+			}
+			row("device", "%s", c.Device)
+			row("size", "%s", c.Size)
+			row("target", "%s", a.v.GetString("target"))
+			row("work_dir", "%s", c.WorkDir)
+			row("cache_dir", "%s", c.CacheDir)
+			row("compile_workers", "%d", c.CompileWorkers)
+			row("memory_share", "%.2f of RAM for a CPU evaluation", a.v.GetFloat64("memory_share"))
+			row("quiet", "%v", c.Quiet)
+			row("log_level", "%s", a.v.GetString("log_level"))
+			row("plugin_lock", "%s", a.v.GetString("plugin_lock"))
+			row("plugin_dir", "%s", orDefault(strings.Join(a.v.GetStringSlice("plugin_dir"), ":"), "(none)"))
+			row("  plugin path", "%s", strings.Join(a.pluginDirs(), ":"))
+			k := c.Contract
+			row("contract.seeds", "%d", k.Seeds)
+			row("contract.timed_calls", "%d", k.TimedCalls)
+			row("contract.warmup", "%d", k.Warmup)
+			row("contract.check_calls", "%d", k.CheckCalls)
+			row("contract.noop_calls", "%d", k.NoopCalls)
+			row("contract.seed", "%d (0: fresh seeds per evaluation)", k.Seed)
+			row("contract.cpu_threads", "%d", k.CPUThreads)
+			row("contract.no_flush", "%v", !k.FlushCache)
+			row("contract.poison", "%v", k.Poison)
+			row("contract.log_limit", "%d bytes", k.LogLimit)
+			row("contract.timeout", "%s", k.Timeout)
+			row("contract.call_timeout", "%s", k.CallTimeout)
+			row("contract.compile_timeout", "%s", k.CompileTimeout)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addContractFlags(cmd)
+	return cmd
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,382 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kbplatform/kbplatform/examples/kernels"
+	"github.com/kbplatform/kbplatform/internal/contract"
+	"github.com/kbplatform/kbplatform/internal/pipeline"
+	"github.com/kbplatform/kbplatform/internal/record"
+	"github.com/kbplatform/kbplatform/internal/store"
+	"github.com/kbplatform/kbplatform/internal/study"
+	"github.com/kbplatform/kbplatform/sdk"
+)
+
+func (a *app) evalCmd() *cobra.Command {
+	var taskID string
+	var kernelFiles []string
+	var examples, asJSON bool
+	var backend string
+	cmd := &cobra.Command{
+		Use:   "eval --task ID --kernel FILE | eval --examples",
+		Short: "Evaluate candidate kernels with the contract and store the verdicts",
+		Long: `Evaluate one or more ModelNew files against a task, or (--examples) every bundled example
+kernel that runs on the device. Each evaluation checks correctness over several seeds and input
+distributions in an isolated process, times candidate and PyTorch eager the same way, and stores
+the record in the database. Exit status 3 means at least one kernel failed its verdict; 4 means
+no kernel failed but some evaluations got no verdict because the task, the platform or the
+environment failed (the record says which).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if examples == (taskID != "" || len(kernelFiles) > 0) {
+				return fmt.Errorf("give either --examples, or --task with one or more --kernel files")
+			}
+			if !examples && (taskID == "" || len(kernelFiles) == 0) {
+				return fmt.Errorf("--task and --kernel are both required")
+			}
+			st, reg, err := a.openWithRegistry()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			pm := a.pluginManager()
+			defer pm.Close()
+			target, hw, err := a.target(pm)
+			if err != nil {
+				return err
+			}
+			device, err := a.pickDevice(hw)
+			if err != nil {
+				return err
+			}
+			var jobs []pipeline.Job
+			skipped := map[string]int{} // bundled kernels that cannot run on this device, by backend
+			if examples {
+				entries, err := kernels.Load()
+				if err != nil {
+					return err
+				}
+				for _, e := range entries {
+					if !e.Runs(device) {
+						skipped[e.Backend]++
+						continue
+					}
+					t, err := reg.Get(e.Task)
+					if err != nil {
+						return fmt.Errorf("example %s: %w", e.Name(), err)
+					}
+					ct, err := t.Contract(t.PickSize(a.cfg.Size, device))
+					if err != nil {
+						return err
+					}
+					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: contract.Kernel{Hash: e.Hash, Source: e.Source, Name: e.Name()}, Device: device, Label: e.Backend})
+				}
+				if len(jobs) == 0 {
+					return fmt.Errorf("no bundled kernel runs on %s", device)
+				}
+			} else {
+				t, err := reg.Get(taskID)
+				if err != nil {
+					return err
+				}
+				ct, err := t.Contract(t.PickSize(a.cfg.Size, device))
+				if err != nil {
+					return err
+				}
+				for _, f := range kernelFiles {
+					k, err := readKernel(f)
+					if err != nil {
+						return err
+					}
+					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: k, Device: device})
+				}
+			}
+			var cts []sdk.Task
+			for _, j := range jobs {
+				cts = append(cts, j.Task)
+			}
+			if g := a.guardMemory(device, cts); g != nil {
+				for _, j := range jobs {
+					rt, _ := reg.Get(j.Task.ID)
+					if why := g.refuse(j.Task, rt); why != "" {
+						return fmt.Errorf("refused, nothing was run: %s", why)
+					}
+				}
+			}
+			rec := a.recorder(st, target)
+			// Static checks first: a rejected kernel is stored as such and never built; the others
+			// carry their findings and flags into their records.
+			scr := a.newScreener(pm)
+			var stored []*store.Evaluation
+			var failed, noVerdict int
+			var run []pipeline.Job
+			var runIssues [][]sdk.Issue
+			for _, j := range jobs {
+				b := backend
+				if b == "" && examples {
+					b = j.Label
+				}
+				issues := scr.check(b, j.Task, j.Kernel)
+				if study.Rejection(issues) == "" {
+					run, runIssues = append(run, j), append(runIssues, issues)
+					continue
+				}
+				ev, err := rec.Record(a.ctx, record.Attempt{Task: j.Task, Kernel: j.Kernel, Device: j.Device, Config: a.cfg.Contract,
+					Result: study.Rejected(j.Task, j.Kernel, j.Device, issues), Issues: issues})
+				if err != nil {
+					return fmt.Errorf("storing results: %w", err)
+				}
+				stored = append(stored, ev)
+				failed++
+			}
+			jobs = run
+			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
+			ev := pipeline.Target{Target: target.Target(), Config: a.cfg.Contract, Progress: a.progressSince(time.Now())}
+			runner := &pipeline.Runner{Eval: ev, CompileWorkers: a.cfg.CompileWorkers}
+			var storeErr error
+			interrupted := 0
+			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
+				if o.Result != nil {
+					study.ApplyFlags(o.Result, runIssues[o.Index])
+				}
+				ev, err := rec.Record(a.ctx, record.Attempt{Task: o.Job.Task, Kernel: o.Job.Kernel, Device: o.Job.Device, Config: a.cfg.Contract,
+					Result: o.Result, Issues: runIssues[o.Index]})
+				if errors.Is(err, record.ErrInterrupted) {
+					interrupted++ // says nothing about the kernel: not stored
+					return
+				}
+				if err != nil && storeErr == nil {
+					storeErr = err
+				}
+				stored = append(stored, ev)
+				switch ev.Blame {
+				case "":
+				case record.BlameKernel:
+					failed++
+				default:
+					noVerdict++
+				}
+				if !asJSON && len(jobs) > 1 {
+					a.progress("[%d/%d] %s %s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, shortVerdict(ev.Result))
+				}
+			})
+			if storeErr != nil {
+				return fmt.Errorf("storing results: %w", storeErr)
+			}
+			if interrupted > 0 {
+				fmt.Fprintf(a.errOut, "interrupted: %d of %d evaluations did not finish and were not stored\n", interrupted, len(jobs))
+			}
+			switch {
+			case len(stored) == 0:
+			case asJSON && len(stored) == 1:
+				err = printJSON(a.out, stored[0])
+			case asJSON:
+				err = printJSON(a.out, stored)
+			case len(stored) == 1:
+				renderVerdict(a.out, stored[0])
+			default:
+				renderTable(a.out, stored)
+			}
+			if err != nil {
+				return err
+			}
+			if examples && !asJSON {
+				a.examplesNotes(device, skipped)
+			}
+			if interrupted > 0 {
+				return exitError{code: exitInterrupted, msg: "interrupted"}
+			}
+			return verdictExit(failed, noVerdict, len(stored), "evaluations")
+		},
+	}
+	cmd.Flags().StringVar(&taskID, "task", "", "task `ID` (kbplatform tasks list shows them) or a task .py file")
+	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate `FILE` defining ModelNew (repeatable)")
+	cmd.Flags().BoolVar(&examples, "examples", false, "evaluate the bundled example kernels that run on the device")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored record(s) as JSON")
+	cmd.Flags().StringVar(&backend, "backend", "", "backend whose static checks to run (cpp, cuda, triton, cutlass; default: guessed from each file)")
+	addContractFlags(cmd)
+	return cmd
+}
+
+func readKernel(path string) (contract.Kernel, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return contract.Kernel{}, err
+	}
+	h := sha256.Sum256(b)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	return contract.Kernel{Hash: hex.EncodeToString(h[:]), Source: string(b), Name: abs}, nil
+}
+
+func shortVerdict(r *contract.Result) string {
+	switch {
+	case r.Verdict == contract.Pass && r.Timing != nil:
+		return fmt.Sprintf("PASS %.2fx (%.4f ms vs eager %.4f ms)", r.Timing.Speedup, r.Timing.Candidate.Median, r.Timing.Reference.Median)
+	case r.Verdict == contract.Pass:
+		return "PASS"
+	case r.ErrorClass == sdk.ClassRejected:
+		return "FAIL rejected by static checks"
+	case r.Verdict == contract.VerdictError:
+		return "ERROR " + r.ErrorClass + " (not the kernel's)"
+	}
+	return "FAIL " + r.ErrorClass
+}
+
+func firstLines(s string, n, width int) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if len(out) == n {
+			out = append(out, "...")
+			break
+		}
+		if len(l) > width {
+			l = l[:width] + "…"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// renderVerdict prints the one-screen summary of an evaluation.
+func renderVerdict(w io.Writer, ev *store.Evaluation) {
+	r := ev.Result
+	fmt.Fprintf(w, "task      %s (size %s)\n", r.Task.ID, r.Task.Size)
+	fmt.Fprintf(w, "kernel    %s (%s)\n", r.Kernel.Name, short(r.Kernel.Hash))
+	fmt.Fprintf(w, "device    %s — %s\n", r.Device, r.Fingerprint.Summary())
+	switch r.Verdict {
+	case contract.Pass:
+		n := len(r.Trials)
+		checked := 0
+		if r.Timing != nil {
+			checked = r.Timing.Checked
+		}
+		fmt.Fprintf(w, "verdict   PASS — correct on %d/%d trials (%s), %d timed outputs re-checked\n", n, n, trialSummary(r), checked)
+	case contract.VerdictError:
+		fmt.Fprintf(w, "verdict   ERROR (no verdict: %s) — %s during %s\n", blameText(ev), r.ErrorClass, r.Phase)
+	default:
+		fmt.Fprintf(w, "verdict   FAIL — %s during %s\n", r.ErrorClass, r.Phase)
+	}
+	for _, f := range r.Flags {
+		fmt.Fprintf(w, "flag      %s — %s\n", f.Name, firstLines(f.Reason, 1, 160)[0])
+	}
+	if r.Message != "" {
+		for i, l := range firstLines(r.Message, 24, 160) {
+			if i == 0 {
+				fmt.Fprintf(w, "why       %s\n", l)
+			} else {
+				fmt.Fprintf(w, "          %s\n", l)
+			}
+		}
+	}
+	if m := r.Mismatch; m != nil && r.ErrorClass == contract.ClassMismatch {
+		fmt.Fprintf(w, "where     %s, distribution %s, seed %d", m.Phase, m.Dist, m.Seed)
+		if m.Phase == "timing" {
+			fmt.Fprintf(w, ", timed call %d", m.Call)
+		}
+		fmt.Fprintln(w)
+	}
+	if t := r.Timing; t != nil {
+		fmt.Fprintf(w, "timing    candidate median %.4f ms  (IQR %.4f, CV %.1f%%, n=%d)\n", t.Candidate.Median, t.Candidate.IQR, 100*t.Candidate.CV, t.Candidate.N)
+		fmt.Fprintf(w, "          eager     median %.4f ms  (IQR %.4f, CV %.1f%%, n=%d)\n", t.Reference.Median, t.Reference.IQR, 100*t.Reference.CV, t.Reference.N)
+		fmt.Fprintf(w, "speedup   %.3fx vs PyTorch eager\n", t.Speedup)
+	}
+	if ph := r.Phases; ph != nil && ph.Total > 0 {
+		var trials float64
+		for _, x := range ph.Trials {
+			trials += x
+		}
+		fmt.Fprintf(w, "time      %.1f s (GPU work %.2f s): processes ready %.1f s, load %.1f s, %d trials %.1f s, timing %.1f s (re-checks %.1f s)\n",
+			ph.Total, ph.GPUWork, max(ph.CandidateStart, ph.ReferenceReady), ph.Load, len(ph.Trials), trials, ph.Timing, ph.Rechecks)
+	}
+	if m := r.Memory; m != nil && m.Footprint > 0 {
+		gib := func(b int64) float64 { return float64(b) / (1 << 30) }
+		fmt.Fprintf(w, "memory    peak %.1f GiB (reference %.1f + candidate %.1f) for a task whose eager forward needs %.1f GiB (%.1fx)\n",
+			gib(m.Peak), gib(m.ReferencePeak), gib(m.CandidatePeak), gib(m.Footprint), float64(m.Peak)/float64(m.Footprint))
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "warning   %s\n", warn)
+	}
+	for _, is := range ev.Issues {
+		if is.Severity != sdk.SeverityError { // errors are the message of a rejection already
+			fmt.Fprintf(w, "static    %s: %s\n", is.Code, firstLines(is.Message, 1, 160)[0])
+		}
+	}
+	if ev.ID != "" {
+		fmt.Fprintf(w, "stored    %s (kbplatform results show %s)\n", ev.ID, ev.ID[:12])
+	}
+}
+
+func trialSummary(r *contract.Result) string {
+	seen := map[string]int{}
+	var order []string
+	for _, t := range r.Trials {
+		if seen[t.Dist] == 0 {
+			order = append(order, t.Dist)
+		}
+		seen[t.Dist]++
+	}
+	var parts []string
+	for _, d := range order {
+		parts = append(parts, fmt.Sprintf("%s×%d", d, seen[d]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// renderTable prints one line per evaluation.
+func renderTable(w io.Writer, evs []*store.Evaluation) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tKERNEL\tDEVICE\tVERDICT\tCANDIDATE ms\tEAGER ms\tSPEEDUP\tID")
+	for _, ev := range evs {
+		r := ev.Result
+		cand, eager, speed := "-", "-", "-"
+		if r.Timing != nil {
+			cand = fmt.Sprintf("%.4f", r.Timing.Candidate.Median)
+			eager = fmt.Sprintf("%.4f", r.Timing.Reference.Median)
+			speed = fmt.Sprintf("%.2fx", r.Timing.Speedup)
+		}
+		verdict := strings.ToUpper(r.Verdict)
+		if r.ErrorClass != "" {
+			verdict += " " + r.ErrorClass
+		}
+		for _, f := range r.Flags {
+			verdict += " [" + f.Name + "]"
+		}
+		id := "-"
+		if len(ev.ID) >= 12 {
+			id = ev.ID[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Task.ID, trimName(r.Kernel.Name), r.Device, verdict, cand, eager, speed, id)
+	}
+	tw.Flush()
+}
+
+func trimName(n string) string {
+	if i := strings.Index(n, "examples/kernels/"); i >= 0 {
+		return n[i+len("examples/kernels/"):]
+	}
+	if len(n) > 40 {
+		return "…" + n[len(n)-39:]
+	}
+	return n
+}

@@ -1,0 +1,321 @@
+package contract
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kbplatform/kbplatform/internal/contract/worker"
+	"github.com/kbplatform/kbplatform/internal/pyenv"
+	"github.com/kbplatform/kbplatform/sdk"
+)
+
+// Error is returned for failures of the harness itself (as opposed to verdicts about a kernel).
+var ErrHarness = errors.New("harness error")
+
+// Options configure an Evaluator.
+type Options struct {
+	Python   *pyenv.Python
+	WorkDir  string // scratch space for dumps and rendered tasks; a tmpfs is best
+	CacheDir string // extension builds, Triton cache, the extracted worker
+	Config   Config
+	Progress func(msg string)
+	// Recipe carries a backend's build settings: environment for the workers, and flags that the
+	// extension-build wrapper adds to every load_inline/load call.
+	Recipe *sdk.BuildRecipe
+	// HostInfo reads the machine's half of the fingerprint (default: /proc and nvidia-smi).
+	HostInfo func(device string) Fingerprint
+	// Spares: start the next evaluation's candidate process ahead (spare.go). Default: on GPUs,
+	// whose hosts have cores to spare; on the CPU a torch import beside a timing would slow it.
+	Spares SpareMode
+}
+
+// Evaluator runs the contract on this host. It keeps one clean reference process per task,
+// device and mode alive between evaluations (reused, never shared with candidate code).
+type Evaluator struct {
+	opt    Options
+	script string
+	*shared
+}
+
+// shared is what every Evaluator derived with With uses together: the reference processes, and
+// one slot per device that an evaluation or validation holds for its whole run.
+type shared struct {
+	mu      sync.Mutex
+	refs    map[string]*refServer
+	devices map[string]chan struct{}
+	spares  map[string][]*spare
+}
+
+// deviceSlot returns the one-slot semaphore of a device. Evaluations on one device run one at a
+// time, whoever calls them (a strategy may evaluate samples in parallel): a reference process
+// serves one caller at a time, and a timing shares its device with nothing.
+func (e *Evaluator) deviceSlot(device string) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.devices[device]
+	if s == nil {
+		s = make(chan struct{}, 1)
+		e.devices[device] = s
+	}
+	return s
+}
+
+// takeDevice waits for the device's slot; the returned func gives it back. It fails only when ctx
+// ends first.
+func (e *Evaluator) takeDevice(ctx context.Context, device string) (func(), error) {
+	slot := e.deviceSlot(device)
+	select {
+	case slot <- struct{}{}:
+		return func() { <-slot }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// New prepares an Evaluator: extracts the worker and creates the scratch folders.
+func New(opt Options) (*Evaluator, error) {
+	if opt.Python == nil {
+		return nil, fmt.Errorf("%w: no python interpreter", ErrHarness)
+	}
+	if err := opt.Config.Validate(); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{opt.WorkDir, opt.CacheDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrHarness, err)
+		}
+	}
+	script, err := worker.Extract(filepath.Join(opt.CacheDir, "worker"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: extract worker: %v", ErrHarness, err)
+	}
+	if opt.Progress == nil {
+		opt.Progress = func(string) {}
+	}
+	if opt.HostInfo == nil {
+		opt.HostInfo = DefaultHostInfo
+	}
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}}}, nil
+}
+
+// With returns an Evaluator with another configuration, progress sink and build recipe that
+// shares this one's reference processes.
+func (e *Evaluator) With(cfg Config, progress func(string), recipe *sdk.BuildRecipe) (*Evaluator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opt := e.opt
+	opt.Config, opt.Recipe = cfg, recipe
+	if progress != nil {
+		opt.Progress = progress
+	}
+	return &Evaluator{opt: opt, script: e.script, shared: e.shared}, nil
+}
+
+// Close ends every reference process and spare candidate process.
+func (e *Evaluator) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, r := range e.refs {
+		r.p.close()
+		os.RemoveAll(r.dir)
+		delete(e.refs, k)
+	}
+	for k, ss := range e.spares {
+		for _, s := range ss {
+			go s.discard()
+		}
+		delete(e.spares, k)
+	}
+}
+
+// Config returns the contract configuration in use.
+func (e *Evaluator) Config() Config { return e.opt.Config }
+
+func (e *Evaluator) progress(format string, args ...any) {
+	e.opt.Progress(fmt.Sprintf(format, args...))
+}
+
+// deviceEnv maps a device name to the worker's view of it. A GPU evaluation sees only its GPU.
+func deviceEnv(device string) (workerDevice string, env []string, err error) {
+	switch {
+	case device == "cpu":
+		return "cpu", nil, nil
+	case strings.HasPrefix(device, "cuda"):
+		idx := "0"
+		if i := strings.IndexByte(device, ':'); i >= 0 {
+			idx = device[i+1:]
+		}
+		if _, err := strconv.Atoi(idx); err != nil {
+			return "", nil, fmt.Errorf("%w: bad device %q", ErrHarness, device)
+		}
+		return "cuda:0", []string{"CUDA_VISIBLE_DEVICES=" + idx}, nil
+	}
+	return "", nil, fmt.Errorf("%w: unknown device %q (want cpu or cuda:N)", ErrHarness, device)
+}
+
+// workerSetup is how a worker of a role is started on a device: its environment and the settings
+// its hello sends.
+func (e *Evaluator) workerSetup(role, device string) (env []string, settings map[string]any, err error) {
+	wdev, env, err := deviceEnv(device)
+	if err != nil {
+		return nil, nil, err
+	}
+	env = append(env,
+		"TRITON_CACHE_DIR="+filepath.Join(e.opt.CacheDir, "triton"),
+		"TORCH_EXTENSIONS_DIR="+filepath.Join(e.opt.CacheDir, "torch_extensions"),
+	)
+	if wdev == "cpu" && e.opt.Config.CPUThreads > 0 {
+		env = append(env, "OMP_NUM_THREADS="+strconv.Itoa(e.opt.Config.CPUThreads))
+	}
+	if r := e.opt.Recipe; r != nil && role == "candidate" {
+		keys := make([]string, 0, len(r.Env))
+		for k := range r.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			env = append(env, k+"="+r.Env[k])
+		}
+	}
+	settings = map[string]any{
+		"device":      wdev,
+		"poison":      e.opt.Config.Poison,
+		"flush_cache": e.opt.Config.FlushCache,
+		"ext_cache":   filepath.Join(e.opt.CacheDir, "ext"),
+	}
+	if wdev == "cpu" {
+		settings["cpu_threads"] = e.opt.Config.CPUThreads
+	}
+	if c := e.opt.Python.Capability; c != "" {
+		settings["cuda_arch"] = c
+	}
+	if r := e.opt.Recipe; r != nil && role == "candidate" {
+		settings["recipe"] = map[string]any{"cflags": r.CFlags, "cuda_cflags": r.CUDAFlags, "include_paths": r.IncludePaths, "ldflags": r.LDFlags}
+	}
+	return env, settings, nil
+}
+
+func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, error) {
+	env, settings, err := e.workerSetup(role, device)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Env: env, LogCap: e.opt.Config.LogLimit})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrHarness, err)
+	}
+	return p, settings, nil
+}
+
+// helloReply is what a worker answers to hello.
+type helloReply struct {
+	Fingerprint Fingerprint `json:"fingerprint"`
+	// IPC: the worker can map other processes' GPU memory and bounds-check it (a reference that
+	// can receives the candidate's outputs in place).
+	IPC bool `json:"ipc"`
+}
+
+func (e *Evaluator) hello(ctx context.Context, p *proc, settings map[string]any) (helloReply, error) {
+	var h helloReply
+	resp, err := p.call(ctx, e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "hello", "settings": settings})
+	if err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(resp["fingerprint"], &h.Fingerprint); err != nil || h.Fingerprint == nil {
+		return h, &procError{Class: ClassHarness, Message: "hello without fingerprint"}
+	}
+	_ = json.Unmarshal(resp["ipc"], &h.IPC)
+	return h, nil
+}
+
+// writeTask puts the rendered task source where workers can read it.
+func (e *Evaluator) writeTask(t Task) (string, error) {
+	dir := filepath.Join(e.opt.WorkDir, "tasks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, t.Hash[:16]+".py")
+	if b, err := os.ReadFile(path); err == nil && string(b) == t.Source {
+		return path, nil
+	}
+	f, err := os.CreateTemp(dir, ".task-*")
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.WriteString(t.Source)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(f.Name())
+		return "", errors.Join(werr, cerr)
+	}
+	return path, os.Rename(f.Name(), path)
+}
+
+// seedSource draws the seeds of one evaluation. Fresh seeds per evaluation mean a candidate
+// cannot be tuned to known inputs; Config.Seed fixes them for reproduction.
+func (e *Evaluator) seedSource() (*mrand.Rand, int64) {
+	s := e.opt.Config.Seed
+	if s == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		s = int64(binary.LittleEndian.Uint64(b[:]) >> 2)
+		if s == 0 {
+			s = 1
+		}
+	}
+	return mrand.New(mrand.NewPCG(uint64(s), 0x6b6270)), s
+}
+
+func classOf(err error) string {
+	var pe *procError
+	var we *workerError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Class
+	case errors.As(err, &we):
+		return we.Class
+	case errors.Is(err, context.DeadlineExceeded):
+		return ClassTimeout
+	}
+	return ClassHarness
+}
+
+func describeErr(err error) (class, msg, tb string) {
+	var we *workerError
+	if errors.As(err, &we) {
+		return we.Class, we.Message, we.Traceback
+	}
+	var pe *procError
+	if errors.As(err, &pe) {
+		return pe.Class, pe.Message, ""
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ClassTimeout, "the evaluation ran past its time limit; the process group was killed", ""
+	}
+	return classOf(err), err.Error(), ""
+}
+
+func stringList(raw json.RawMessage) []string {
+	var s []string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+func intList(raw json.RawMessage) []int {
+	var s []int
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
