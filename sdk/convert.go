@@ -162,6 +162,12 @@ func resultToPB(r *Result) *pb.Result {
 		out.Memory = &pb.MemoryUse{FootprintBytes: m.Footprint, ReferencePeakBytes: m.ReferencePeak, CandidatePeakBytes: m.CandidatePeak,
 			PeakBytes: m.Peak, DeviceTotalBytes: m.DeviceTotal}
 	}
+	if pr := r.Profile; pr != nil {
+		out.Profile = &pb.Profile{Tool: pr.Tool, TotalUs: pr.TotalUS}
+		for _, k := range pr.Kernels {
+			out.Profile.Kernels = append(out.Profile.Kernels, &pb.KernelTime{Name: k.Name, Calls: k.Calls, TotalUs: k.TotalUS, Share: k.Share, Custom: k.Custom})
+		}
+	}
 	if !r.StartedAt.IsZero() {
 		out.StartedAt = timestamppb.New(r.StartedAt)
 	}
@@ -201,6 +207,12 @@ func resultFromPB(p *pb.Result) *Result {
 	if m := p.Memory; m != nil {
 		r.Memory = &MemoryUse{Footprint: m.FootprintBytes, ReferencePeak: m.ReferencePeakBytes, CandidatePeak: m.CandidatePeakBytes,
 			Peak: m.PeakBytes, DeviceTotal: m.DeviceTotalBytes}
+	}
+	if pr := p.Profile; pr != nil {
+		r.Profile = &Profile{Tool: pr.Tool, TotalUS: pr.TotalUs}
+		for _, k := range pr.Kernels {
+			r.Profile.Kernels = append(r.Profile.Kernels, KernelTime{Name: k.Name, Calls: k.Calls, TotalUS: k.TotalUs, Share: k.Share, Custom: k.Custom})
+		}
 	}
 	if fp := structFromPB(p.Fingerprint); fp != nil {
 		r.Fingerprint = Fingerprint(fp)

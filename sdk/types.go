@@ -139,10 +139,13 @@ type Result struct {
 	// Flags are remarks that never change the verdict (see Flag).
 	Flags []Flag `json:"flags,omitempty"`
 	// Phases says where the evaluation's wall time went; Memory what it held on the device.
-	Phases     *Phases    `json:"phases,omitempty"`
-	Memory     *MemoryUse `json:"memory,omitempty"`
-	StartedAt  time.Time  `json:"started_at"`
-	FinishedAt time.Time  `json:"finished_at"`
+	Phases *Phases    `json:"phases,omitempty"`
+	Memory *MemoryUse `json:"memory,omitempty"`
+	// Profile is the profiler's per-kernel breakdown of one forward of a correct candidate (the
+	// P of refinement feedback); nil when the target does not profile or the kernel failed.
+	Profile    *Profile  `json:"profile,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
 }
 
 // Phases says where an evaluation's wall time went, in seconds from the moment it held the device.
@@ -158,6 +161,23 @@ type Phases struct {
 	// empty calls not): what an evaluation cannot do without.
 	GPUWork float64 `json:"gpu_work_s"`
 	Total   float64 `json:"total_s"`
+}
+
+// Profile is one profiled forward of a candidate: what ran, most expensive first.
+type Profile struct {
+	Tool    string       `json:"tool"`     // the profiler, e.g. "torch.profiler"
+	TotalUS float64      `json:"total_us"` // device (or CPU) time of all kernels of the forward
+	Kernels []KernelTime `json:"kernels"`
+}
+
+// KernelTime is one kernel of a profiled forward.
+type KernelTime struct {
+	Name    string  `json:"name"`
+	Calls   int64   `json:"calls"`
+	TotalUS float64 `json:"total_us"`
+	Share   float64 `json:"share"` // of Profile.TotalUS, 0..1
+	// Custom is true for a kernel the candidate built itself (not one of PyTorch's own).
+	Custom bool `json:"custom"`
 }
 
 // MemoryUse is an evaluation's device memory, as its processes' allocators saw it (CUDA contexts

@@ -963,8 +963,10 @@ type Result struct {
 	// precision_downcast, ...): fast_p can leave flagged results out.
 	Flags []*Flag `protobuf:"bytes,22,rep,name=flags,proto3" json:"flags,omitempty"`
 	// Where the evaluation's wall time went, and what it held on the device.
-	Phases        *Phases    `protobuf:"bytes,40,opt,name=phases,proto3" json:"phases,omitempty"`
-	Memory        *MemoryUse `protobuf:"bytes,41,opt,name=memory,proto3" json:"memory,omitempty"`
+	Phases *Phases    `protobuf:"bytes,40,opt,name=phases,proto3" json:"phases,omitempty"`
+	Memory *MemoryUse `protobuf:"bytes,41,opt,name=memory,proto3" json:"memory,omitempty"`
+	// The profiler's per-kernel breakdown of one forward of a correct candidate.
+	Profile       *Profile `protobuf:"bytes,42,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1167,6 +1169,151 @@ func (x *Result) GetMemory() *MemoryUse {
 	return nil
 }
 
+func (x *Result) GetProfile() *Profile {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
+// One profiled forward: what ran on the device, most expensive first.
+type Profile struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tool          string                 `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	TotalUs       float64                `protobuf:"fixed64,2,opt,name=total_us,json=totalUs,proto3" json:"total_us,omitempty"`
+	Kernels       []*KernelTime          `protobuf:"bytes,3,rep,name=kernels,proto3" json:"kernels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Profile) Reset() {
+	*x = Profile{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Profile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Profile) ProtoMessage() {}
+
+func (x *Profile) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Profile.ProtoReflect.Descriptor instead.
+func (*Profile) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Profile) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Profile) GetTotalUs() float64 {
+	if x != nil {
+		return x.TotalUs
+	}
+	return 0
+}
+
+func (x *Profile) GetKernels() []*KernelTime {
+	if x != nil {
+		return x.Kernels
+	}
+	return nil
+}
+
+// One device kernel (or CPU operator on the CPU) of a profiled forward.
+type KernelTime struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Calls         int64                  `protobuf:"varint,2,opt,name=calls,proto3" json:"calls,omitempty"`
+	TotalUs       float64                `protobuf:"fixed64,3,opt,name=total_us,json=totalUs,proto3" json:"total_us,omitempty"`
+	Share         float64                `protobuf:"fixed64,4,opt,name=share,proto3" json:"share,omitempty"`
+	Custom        bool                   `protobuf:"varint,5,opt,name=custom,proto3" json:"custom,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KernelTime) Reset() {
+	*x = KernelTime{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KernelTime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KernelTime) ProtoMessage() {}
+
+func (x *KernelTime) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KernelTime.ProtoReflect.Descriptor instead.
+func (*KernelTime) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *KernelTime) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *KernelTime) GetCalls() int64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *KernelTime) GetTotalUs() float64 {
+	if x != nil {
+		return x.TotalUs
+	}
+	return 0
+}
+
+func (x *KernelTime) GetShare() float64 {
+	if x != nil {
+		return x.Share
+	}
+	return 0
+}
+
+func (x *KernelTime) GetCustom() bool {
+	if x != nil {
+		return x.Custom
+	}
+	return false
+}
+
 // Seconds from the moment an evaluation held its device (wait_device before that).
 type Phases struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -1185,7 +1332,7 @@ type Phases struct {
 
 func (x *Phases) Reset() {
 	*x = Phases{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1344,7 @@ func (x *Phases) String() string {
 func (*Phases) ProtoMessage() {}
 
 func (x *Phases) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1357,7 @@ func (x *Phases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Phases.ProtoReflect.Descriptor instead.
 func (*Phases) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{10}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Phases) GetWaitDeviceS() float64 {
@@ -1290,7 +1437,7 @@ type MemoryUse struct {
 
 func (x *MemoryUse) Reset() {
 	*x = MemoryUse{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1449,7 @@ func (x *MemoryUse) String() string {
 func (*MemoryUse) ProtoMessage() {}
 
 func (x *MemoryUse) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1462,7 @@ func (x *MemoryUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryUse.ProtoReflect.Descriptor instead.
 func (*MemoryUse) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{11}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MemoryUse) GetFootprintBytes() int64 {
@@ -1364,7 +1511,7 @@ type Flag struct {
 
 func (x *Flag) Reset() {
 	*x = Flag{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1523,7 @@ func (x *Flag) String() string {
 func (*Flag) ProtoMessage() {}
 
 func (x *Flag) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1536,7 @@ func (x *Flag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Flag.ProtoReflect.Descriptor instead.
 func (*Flag) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Flag) GetName() string {
@@ -1421,7 +1568,7 @@ type Validation struct {
 
 func (x *Validation) Reset() {
 	*x = Validation{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1580,7 @@ func (x *Validation) String() string {
 func (*Validation) ProtoMessage() {}
 
 func (x *Validation) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1593,7 @@ func (x *Validation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Validation.ProtoReflect.Descriptor instead.
 func (*Validation) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Validation) GetTaskId() string {
@@ -1509,7 +1656,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1668,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1681,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -1564,7 +1711,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1723,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1736,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Hardware) GetTarget() string {
@@ -1635,7 +1782,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1647,7 +1794,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1660,7 +1807,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Device) GetName() string {
@@ -1726,7 +1873,7 @@ type BuildRecipe struct {
 
 func (x *BuildRecipe) Reset() {
 	*x = BuildRecipe{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1885,7 @@ func (x *BuildRecipe) String() string {
 func (*BuildRecipe) ProtoMessage() {}
 
 func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1898,7 @@ func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRecipe.ProtoReflect.Descriptor instead.
 func (*BuildRecipe) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BuildRecipe) GetEnv() map[string]string {
@@ -1802,7 +1949,7 @@ type Issue struct {
 
 func (x *Issue) Reset() {
 	*x = Issue{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1961,7 @@ func (x *Issue) String() string {
 func (*Issue) ProtoMessage() {}
 
 func (x *Issue) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1974,7 @@ func (x *Issue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Issue.ProtoReflect.Descriptor instead.
 func (*Issue) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Issue) GetSeverity() string {
@@ -1961,7 +2108,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"cache_hits\x18\a \x01(\x05R\tcacheHits\x12\x1f\n" +
 	"\vduration_ns\x18\b \x01(\x03R\n" +
-	"durationNs\"\x95\b\n" +
+	"durationNs\"\xce\b\n" +
 	"\x06Result\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12.\n" +
 	"\x04task\x18\x02 \x01(\v2\x1a.kbplatform.plugin.v1.TaskR\x04task\x124\n" +
@@ -1990,7 +2137,19 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\x0fmodel_compile_s\x18\x15 \x01(\x01R\rmodelCompileS\x120\n" +
 	"\x05flags\x18\x16 \x03(\v2\x1a.kbplatform.plugin.v1.FlagR\x05flags\x124\n" +
 	"\x06phases\x18( \x01(\v2\x1c.kbplatform.plugin.v1.PhasesR\x06phases\x127\n" +
-	"\x06memory\x18) \x01(\v2\x1f.kbplatform.plugin.v1.MemoryUseR\x06memory\"\xa7\x02\n" +
+	"\x06memory\x18) \x01(\v2\x1f.kbplatform.plugin.v1.MemoryUseR\x06memory\x127\n" +
+	"\aprofile\x18* \x01(\v2\x1d.kbplatform.plugin.v1.ProfileR\aprofile\"t\n" +
+	"\aProfile\x12\x12\n" +
+	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
+	"\btotal_us\x18\x02 \x01(\x01R\atotalUs\x12:\n" +
+	"\akernels\x18\x03 \x03(\v2 .kbplatform.plugin.v1.KernelTimeR\akernels\"\x7f\n" +
+	"\n" +
+	"KernelTime\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05calls\x18\x02 \x01(\x03R\x05calls\x12\x19\n" +
+	"\btotal_us\x18\x03 \x01(\x01R\atotalUs\x12\x14\n" +
+	"\x05share\x18\x04 \x01(\x01R\x05share\x12\x16\n" +
+	"\x06custom\x18\x05 \x01(\bR\x06custom\"\xa7\x02\n" +
 	"\x06Phases\x12\"\n" +
 	"\rwait_device_s\x18\x01 \x01(\x01R\vwaitDeviceS\x12*\n" +
 	"\x11candidate_start_s\x18\x02 \x01(\x01R\x0fcandidateStartS\x12*\n" +
@@ -2066,7 +2225,7 @@ func file_kbplatform_plugin_v1_common_proto_rawDescGZIP() []byte {
 	return file_kbplatform_plugin_v1_common_proto_rawDescData
 }
 
-var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Task)(nil),                  // 0: kbplatform.plugin.v1.Task
 	(*Tolerance)(nil),             // 1: kbplatform.plugin.v1.Tolerance
@@ -2078,18 +2237,20 @@ var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Mismatch)(nil),              // 7: kbplatform.plugin.v1.Mismatch
 	(*CompileResult)(nil),         // 8: kbplatform.plugin.v1.CompileResult
 	(*Result)(nil),                // 9: kbplatform.plugin.v1.Result
-	(*Phases)(nil),                // 10: kbplatform.plugin.v1.Phases
-	(*MemoryUse)(nil),             // 11: kbplatform.plugin.v1.MemoryUse
-	(*Flag)(nil),                  // 12: kbplatform.plugin.v1.Flag
-	(*Validation)(nil),            // 13: kbplatform.plugin.v1.Validation
-	(*ChatMessage)(nil),           // 14: kbplatform.plugin.v1.ChatMessage
-	(*Hardware)(nil),              // 15: kbplatform.plugin.v1.Hardware
-	(*Device)(nil),                // 16: kbplatform.plugin.v1.Device
-	(*BuildRecipe)(nil),           // 17: kbplatform.plugin.v1.BuildRecipe
-	(*Issue)(nil),                 // 18: kbplatform.plugin.v1.Issue
-	nil,                           // 19: kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	(*structpb.Struct)(nil),       // 20: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*Profile)(nil),               // 10: kbplatform.plugin.v1.Profile
+	(*KernelTime)(nil),            // 11: kbplatform.plugin.v1.KernelTime
+	(*Phases)(nil),                // 12: kbplatform.plugin.v1.Phases
+	(*MemoryUse)(nil),             // 13: kbplatform.plugin.v1.MemoryUse
+	(*Flag)(nil),                  // 14: kbplatform.plugin.v1.Flag
+	(*Validation)(nil),            // 15: kbplatform.plugin.v1.Validation
+	(*ChatMessage)(nil),           // 16: kbplatform.plugin.v1.ChatMessage
+	(*Hardware)(nil),              // 17: kbplatform.plugin.v1.Hardware
+	(*Device)(nil),                // 18: kbplatform.plugin.v1.Device
+	(*BuildRecipe)(nil),           // 19: kbplatform.plugin.v1.BuildRecipe
+	(*Issue)(nil),                 // 20: kbplatform.plugin.v1.Issue
+	nil,                           // 21: kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	1,  // 0: kbplatform.plugin.v1.Task.tolerance:type_name -> kbplatform.plugin.v1.Tolerance
@@ -2098,28 +2259,30 @@ var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	4,  // 3: kbplatform.plugin.v1.Timing.candidate_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 4: kbplatform.plugin.v1.Timing.reference_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 5: kbplatform.plugin.v1.Timing.overhead:type_name -> kbplatform.plugin.v1.Stats
-	20, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
+	22, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
 	0,  // 7: kbplatform.plugin.v1.Result.task:type_name -> kbplatform.plugin.v1.Task
 	2,  // 8: kbplatform.plugin.v1.Result.kernel:type_name -> kbplatform.plugin.v1.Kernel
 	6,  // 9: kbplatform.plugin.v1.Result.trials:type_name -> kbplatform.plugin.v1.Trial
 	7,  // 10: kbplatform.plugin.v1.Result.mismatch:type_name -> kbplatform.plugin.v1.Mismatch
 	5,  // 11: kbplatform.plugin.v1.Result.timing:type_name -> kbplatform.plugin.v1.Timing
-	20, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
+	22, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
 	3,  // 13: kbplatform.plugin.v1.Result.config:type_name -> kbplatform.plugin.v1.ContractConfig
 	8,  // 14: kbplatform.plugin.v1.Result.compile:type_name -> kbplatform.plugin.v1.CompileResult
-	21, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
-	21, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	12, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
-	10, // 18: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
-	11, // 19: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
-	16, // 20: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
-	20, // 21: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
-	19, // 22: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	23, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
+	23, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	14, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
+	12, // 18: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
+	13, // 19: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
+	10, // 20: kbplatform.plugin.v1.Result.profile:type_name -> kbplatform.plugin.v1.Profile
+	11, // 21: kbplatform.plugin.v1.Profile.kernels:type_name -> kbplatform.plugin.v1.KernelTime
+	18, // 22: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
+	22, // 23: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
+	21, // 24: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_kbplatform_plugin_v1_common_proto_init() }
@@ -2134,7 +2297,7 @@ func file_kbplatform_plugin_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kbplatform_plugin_v1_common_proto_rawDesc), len(file_kbplatform_plugin_v1_common_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
