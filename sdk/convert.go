@@ -264,6 +264,9 @@ func messagesToPB(ms []Message) []*pb.ChatMessage {
 }
 
 func messagesFromPB(ms []*pb.ChatMessage) []Message {
+	if len(ms) == 0 {
+		return nil
+	}
 	out := make([]Message, len(ms))
 	for i, m := range ms {
 		out[i] = Message{Role: m.Role, Content: m.Content}
@@ -366,13 +369,15 @@ func generateRespFromPB(r *pb.GenerateResponse) *GenerateResponse {
 func attemptToPB(a Attempt) *pb.Attempt {
 	return &pb.Attempt{Step: int32(a.Step), ParentStep: int32(a.ParentStep), EvaluationId: a.EvaluationID, KernelHash: a.KernelHash,
 		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens,
-		CallIds: a.CallIDs, Failure: a.Failure}
+		CallIds: a.CallIDs, Failure: a.Failure, Turn: int32(a.Turn), Sample: int32(a.Sample), Feedback: a.Feedback,
+		Prompt: messagesToPB(a.Prompt), Temperature: a.Temperature}
 }
 
 func attemptFromPB(a *pb.Attempt) Attempt {
 	return Attempt{Step: int(a.Step), ParentStep: int(a.ParentStep), EvaluationID: a.EvaluationId, KernelHash: a.KernelHash,
 		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens,
-		CallIDs: a.CallIds, Failure: a.Failure}
+		CallIDs: a.CallIds, Failure: a.Failure, Turn: int(a.Turn), Sample: int(a.Sample), Feedback: a.Feedback,
+		Prompt: messagesFromPB(a.Prompt), Temperature: a.Temperature}
 }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }
@@ -397,4 +402,12 @@ func flagsFromPB(fs []*pb.Flag) []Flag {
 		out[i] = Flag{Name: f.Name, Reason: f.Reason}
 	}
 	return out
+}
+
+func budgetToPB(b Budget) *pb.Budget {
+	return &pb.Budget{Generations: int32(b.Generations), Evaluations: int32(b.Evaluations), Tokens: b.Tokens, Seconds: b.Seconds, CostUsd: b.CostUSD}
+}
+
+func budgetFromPB(b *pb.Budget) Budget {
+	return Budget{Generations: int(b.GetGenerations()), Evaluations: int(b.GetEvaluations()), Tokens: b.GetTokens(), Seconds: b.GetSeconds(), CostUSD: b.GetCostUsd()}
 }

@@ -249,7 +249,7 @@ func (s *strategyServer) Run(ctx context.Context, req *pb.RunRequest) (*pb.RunRe
 	defer conn.Close()
 	p := &platformClient{c: pb.NewPlatformClient(conn)}
 	res, err := s.impl.Run(ctx, RunRequest{Task: taskFromPB(req.Task), Seed: req.Seed, Study: req.Study,
-		Budget: Budget{Generations: int(req.Budget.GetGenerations()), Evaluations: int(req.Budget.GetEvaluations())}}, p)
+		Budget: budgetFromPB(req.Budget)}, p)
 	if err != nil {
 		return nil, ToStatus(err)
 	}
@@ -499,7 +499,7 @@ func (s *strategyClient) Configure(ctx context.Context, c Configuration) error {
 func (s *strategyClient) Run(ctx context.Context, req RunRequest, p Platform) (*RunResult, error) {
 	id := s.r.ServePlatform(p)
 	resp, err := s.c.Run(ctx, &pb.RunRequest{Task: taskToPB(req.Task), Seed: req.Seed, Study: req.Study, PlatformBrokerId: id,
-		Budget: &pb.Budget{Generations: int32(req.Budget.Generations), Evaluations: int32(req.Budget.Evaluations)}})
+		Budget: budgetToPB(req.Budget)})
 	if err != nil {
 		return nil, FromStatus(err)
 	}

@@ -274,8 +274,11 @@ type Target interface {
 // Budget limits one strategy run (0: unlimited). The host enforces it: calls past it fail with
 // ErrBudgetExhausted.
 type Budget struct {
-	Generations int `json:"generations"`
-	Evaluations int `json:"evaluations"`
+	Generations int     `json:"generations"`
+	Evaluations int     `json:"evaluations"`
+	Tokens      int64   `json:"tokens,omitempty"`   // prompt + completion tokens
+	Seconds     float64 `json:"seconds,omitempty"`  // wall time of the run
+	CostUSD     float64 `json:"cost_usd,omitempty"` // model spend in dollars
 }
 
 // RunRequest starts a strategy on one task.
@@ -308,6 +311,14 @@ type Attempt struct {
 	CallIDs []string `json:"call_ids,omitempty"`
 	// Failure classifies a generation that gave no usable reply (FailureClass of its error).
 	Failure string `json:"failure,omitempty"`
+	// Turn is the refinement turn (0: the first prompt) and Sample which of the turn's
+	// candidates this is: fast_p@N by turn and @k over samples are read from them.
+	Turn   int `json:"turn,omitempty"`
+	Sample int `json:"sample,omitempty"`
+	// Feedback is the feedback text the attempt's prompt carried; Prompt the messages sent.
+	Feedback    string    `json:"feedback,omitempty"`
+	Prompt      []Message `json:"prompt,omitempty"`
+	Temperature float64   `json:"temperature,omitempty"`
 }
 
 // Evaluation is a stored evaluation as the Platform returns it.

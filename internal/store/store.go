@@ -455,6 +455,13 @@ type AttemptRecord struct {
 	Study string `json:"study"`
 	Task  string `json:"task"`
 	Model string `json:"model,omitempty"` // the study's model behind the attempt
+	// The rest of the attempt's arm (one model × backend × strategy × target × seed of a study):
+	// Arm is its key, the others its parts, so reports group attempts without reading the spec.
+	Arm      string `json:"arm,omitempty"`
+	Backend  string `json:"backend,omitempty"`
+	Strategy string `json:"strategy,omitempty"`
+	Target   string `json:"target,omitempty"`
+	Seed     int64  `json:"seed,omitempty"`
 	sdk.Attempt
 	At time.Time `json:"at"`
 }

@@ -341,6 +341,11 @@ type Attempt struct {
 	CompletionTokens int64                  `protobuf:"varint,9,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
 	CallIds          []string               `protobuf:"bytes,10,rep,name=call_ids,json=callIds,proto3" json:"call_ids,omitempty"` // the model calls behind the completion (GenerateResponse.call_ids)
 	Failure          string                 `protobuf:"bytes,11,opt,name=failure,proto3" json:"failure,omitempty"`                // a generation failure's class (sdk.Failure*), when the model gave no usable reply
+	Turn             int32                  `protobuf:"varint,12,opt,name=turn,proto3" json:"turn,omitempty"`                     // refinement turn (0: the first prompt)
+	Sample           int32                  `protobuf:"varint,13,opt,name=sample,proto3" json:"sample,omitempty"`                 // which of a turn's candidates (0-based)
+	Feedback         string                 `protobuf:"bytes,14,opt,name=feedback,proto3" json:"feedback,omitempty"`              // the feedback text the prompt of this attempt carried
+	Prompt           []*ChatMessage         `protobuf:"bytes,15,rep,name=prompt,proto3" json:"prompt,omitempty"`                  // the messages sent to the model
+	Temperature      float64                `protobuf:"fixed64,16,opt,name=temperature,proto3" json:"temperature,omitempty"`      // the sampling temperature used
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -450,6 +455,41 @@ func (x *Attempt) GetFailure() string {
 		return x.Failure
 	}
 	return ""
+}
+
+func (x *Attempt) GetTurn() int32 {
+	if x != nil {
+		return x.Turn
+	}
+	return 0
+}
+
+func (x *Attempt) GetSample() int32 {
+	if x != nil {
+		return x.Sample
+	}
+	return 0
+}
+
+func (x *Attempt) GetFeedback() string {
+	if x != nil {
+		return x.Feedback
+	}
+	return ""
+}
+
+func (x *Attempt) GetPrompt() []*ChatMessage {
+	if x != nil {
+		return x.Prompt
+	}
+	return nil
+}
+
+func (x *Attempt) GetTemperature() float64 {
+	if x != nil {
+		return x.Temperature
+	}
+	return 0
 }
 
 type RecordResponse struct {
@@ -629,7 +669,7 @@ const file_kbplatform_plugin_v1_platform_proto_rawDesc = "" +
 	"\x18PlatformEvaluateResponse\x12#\n" +
 	"\revaluation_id\x18\x01 \x01(\tR\fevaluationId\x124\n" +
 	"\x06result\x18\x02 \x01(\v2\x1c.kbplatform.plugin.v1.ResultR\x06result\x123\n" +
-	"\x06issues\x18\x03 \x03(\v2\x1b.kbplatform.plugin.v1.IssueR\x06issues\"\xe4\x02\n" +
+	"\x06issues\x18\x03 \x03(\v2\x1b.kbplatform.plugin.v1.IssueR\x06issues\"\x89\x04\n" +
 	"\aAttempt\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x05R\x04step\x12\x1f\n" +
 	"\vparent_step\x18\x02 \x01(\x05R\n" +
@@ -646,7 +686,12 @@ const file_kbplatform_plugin_v1_platform_proto_rawDesc = "" +
 	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\x12\x19\n" +
 	"\bcall_ids\x18\n" +
 	" \x03(\tR\acallIds\x12\x18\n" +
-	"\afailure\x18\v \x01(\tR\afailure\" \n" +
+	"\afailure\x18\v \x01(\tR\afailure\x12\x12\n" +
+	"\x04turn\x18\f \x01(\x05R\x04turn\x12\x16\n" +
+	"\x06sample\x18\r \x01(\x05R\x06sample\x12\x1a\n" +
+	"\bfeedback\x18\x0e \x01(\tR\bfeedback\x129\n" +
+	"\x06prompt\x18\x0f \x03(\v2!.kbplatform.plugin.v1.ChatMessageR\x06prompt\x12 \n" +
+	"\vtemperature\x18\x10 \x01(\x01R\vtemperature\" \n" +
 	"\x0eRecordResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"m\n" +
 	"\x0eKernelsRequest\x12\x17\n" +
@@ -700,24 +745,25 @@ var file_kbplatform_plugin_v1_platform_proto_depIdxs = []int32{
 	10, // 1: kbplatform.plugin.v1.PlatformPromptResponse.messages:type_name -> kbplatform.plugin.v1.ChatMessage
 	11, // 2: kbplatform.plugin.v1.PlatformEvaluateResponse.result:type_name -> kbplatform.plugin.v1.Result
 	12, // 3: kbplatform.plugin.v1.PlatformEvaluateResponse.issues:type_name -> kbplatform.plugin.v1.Issue
-	13, // 4: kbplatform.plugin.v1.KernelsResponse.kernels:type_name -> kbplatform.plugin.v1.Kernel
-	0,  // 5: kbplatform.plugin.v1.Platform.Prompt:input_type -> kbplatform.plugin.v1.PlatformPromptRequest
-	2,  // 6: kbplatform.plugin.v1.Platform.Extract:input_type -> kbplatform.plugin.v1.ExtractCodeRequest
-	14, // 7: kbplatform.plugin.v1.Platform.Generate:input_type -> kbplatform.plugin.v1.GenerateRequest
-	4,  // 8: kbplatform.plugin.v1.Platform.Evaluate:input_type -> kbplatform.plugin.v1.PlatformEvaluateRequest
-	6,  // 9: kbplatform.plugin.v1.Platform.Record:input_type -> kbplatform.plugin.v1.Attempt
-	8,  // 10: kbplatform.plugin.v1.Platform.Kernels:input_type -> kbplatform.plugin.v1.KernelsRequest
-	1,  // 11: kbplatform.plugin.v1.Platform.Prompt:output_type -> kbplatform.plugin.v1.PlatformPromptResponse
-	3,  // 12: kbplatform.plugin.v1.Platform.Extract:output_type -> kbplatform.plugin.v1.ExtractCodeResponse
-	15, // 13: kbplatform.plugin.v1.Platform.Generate:output_type -> kbplatform.plugin.v1.GenerateResponse
-	5,  // 14: kbplatform.plugin.v1.Platform.Evaluate:output_type -> kbplatform.plugin.v1.PlatformEvaluateResponse
-	7,  // 15: kbplatform.plugin.v1.Platform.Record:output_type -> kbplatform.plugin.v1.RecordResponse
-	9,  // 16: kbplatform.plugin.v1.Platform.Kernels:output_type -> kbplatform.plugin.v1.KernelsResponse
-	11, // [11:17] is the sub-list for method output_type
-	5,  // [5:11] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	10, // 4: kbplatform.plugin.v1.Attempt.prompt:type_name -> kbplatform.plugin.v1.ChatMessage
+	13, // 5: kbplatform.plugin.v1.KernelsResponse.kernels:type_name -> kbplatform.plugin.v1.Kernel
+	0,  // 6: kbplatform.plugin.v1.Platform.Prompt:input_type -> kbplatform.plugin.v1.PlatformPromptRequest
+	2,  // 7: kbplatform.plugin.v1.Platform.Extract:input_type -> kbplatform.plugin.v1.ExtractCodeRequest
+	14, // 8: kbplatform.plugin.v1.Platform.Generate:input_type -> kbplatform.plugin.v1.GenerateRequest
+	4,  // 9: kbplatform.plugin.v1.Platform.Evaluate:input_type -> kbplatform.plugin.v1.PlatformEvaluateRequest
+	6,  // 10: kbplatform.plugin.v1.Platform.Record:input_type -> kbplatform.plugin.v1.Attempt
+	8,  // 11: kbplatform.plugin.v1.Platform.Kernels:input_type -> kbplatform.plugin.v1.KernelsRequest
+	1,  // 12: kbplatform.plugin.v1.Platform.Prompt:output_type -> kbplatform.plugin.v1.PlatformPromptResponse
+	3,  // 13: kbplatform.plugin.v1.Platform.Extract:output_type -> kbplatform.plugin.v1.ExtractCodeResponse
+	15, // 14: kbplatform.plugin.v1.Platform.Generate:output_type -> kbplatform.plugin.v1.GenerateResponse
+	5,  // 15: kbplatform.plugin.v1.Platform.Evaluate:output_type -> kbplatform.plugin.v1.PlatformEvaluateResponse
+	7,  // 16: kbplatform.plugin.v1.Platform.Record:output_type -> kbplatform.plugin.v1.RecordResponse
+	9,  // 17: kbplatform.plugin.v1.Platform.Kernels:output_type -> kbplatform.plugin.v1.KernelsResponse
+	12, // [12:18] is the sub-list for method output_type
+	6,  // [6:12] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_kbplatform_plugin_v1_platform_proto_init() }

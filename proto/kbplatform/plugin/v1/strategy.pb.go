@@ -28,8 +28,11 @@ const (
 
 type Budget struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Generations   int32                  `protobuf:"varint,1,opt,name=generations,proto3" json:"generations,omitempty"` // model completions (0: unlimited)
-	Evaluations   int32                  `protobuf:"varint,2,opt,name=evaluations,proto3" json:"evaluations,omitempty"` // evaluations (0: unlimited)
+	Generations   int32                  `protobuf:"varint,1,opt,name=generations,proto3" json:"generations,omitempty"`         // model completions (0: unlimited)
+	Evaluations   int32                  `protobuf:"varint,2,opt,name=evaluations,proto3" json:"evaluations,omitempty"`         // evaluations (0: unlimited)
+	Tokens        int64                  `protobuf:"varint,3,opt,name=tokens,proto3" json:"tokens,omitempty"`                   // prompt + completion tokens (0: unlimited)
+	Seconds       float64                `protobuf:"fixed64,4,opt,name=seconds,proto3" json:"seconds,omitempty"`                // wall time of the run (0: unlimited)
+	CostUsd       float64                `protobuf:"fixed64,5,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"` // model spend in dollars (0: unlimited)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -74,6 +77,27 @@ func (x *Budget) GetGenerations() int32 {
 func (x *Budget) GetEvaluations() int32 {
 	if x != nil {
 		return x.Evaluations
+	}
+	return 0
+}
+
+func (x *Budget) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *Budget) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+func (x *Budget) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
 	}
 	return 0
 }
@@ -218,10 +242,13 @@ var File_kbplatform_plugin_v1_strategy_proto protoreflect.FileDescriptor
 
 const file_kbplatform_plugin_v1_strategy_proto_rawDesc = "" +
 	"\n" +
-	"#kbplatform/plugin/v1/strategy.proto\x12\x14kbplatform.plugin.v1\x1a!kbplatform/plugin/v1/common.proto\"L\n" +
+	"#kbplatform/plugin/v1/strategy.proto\x12\x14kbplatform.plugin.v1\x1a!kbplatform/plugin/v1/common.proto\"\x99\x01\n" +
 	"\x06Budget\x12 \n" +
 	"\vgenerations\x18\x01 \x01(\x05R\vgenerations\x12 \n" +
-	"\vevaluations\x18\x02 \x01(\x05R\vevaluations\"\xca\x01\n" +
+	"\vevaluations\x18\x02 \x01(\x05R\vevaluations\x12\x16\n" +
+	"\x06tokens\x18\x03 \x01(\x03R\x06tokens\x12\x18\n" +
+	"\aseconds\x18\x04 \x01(\x01R\aseconds\x12\x19\n" +
+	"\bcost_usd\x18\x05 \x01(\x01R\acostUsd\"\xca\x01\n" +
 	"\n" +
 	"RunRequest\x12.\n" +
 	"\x04task\x18\x01 \x01(\v2\x1a.kbplatform.plugin.v1.TaskR\x04task\x124\n" +
