@@ -139,11 +139,18 @@ func mismatch(w *strings.Builder, m *sdk.Mismatch) {
 	if m.Phase == "timing" {
 		fmt.Fprintf(w, " in timed call %d (the output was right in the correctness trials)", m.Call)
 	}
-	fmt.Fprintf(w, " (seed %d, %s inputs).\n", m.Seed, m.Dist)
-	if msg := strings.TrimSpace(m.Message); msg != "" {
-		fmt.Fprintf(w, "%s\n", Cut(msg, MaxLog, "message"))
+	if m.Dist != "" {
+		fmt.Fprintf(w, " (seed %d, %s inputs)", m.Seed, m.Dist)
 	}
+	w.WriteString(".\n")
 	d := m.Detail
+	// A values mismatch's message repeats the detail listed below; a structure, dtype or shape
+	// mismatch's message is all there is.
+	if _, values := d["wrong"]; !values {
+		if msg := strings.TrimSpace(m.Message); msg != "" {
+			fmt.Fprintf(w, "%s\n", Cut(msg, MaxLog, "message"))
+		}
+	}
 	if d == nil {
 		return
 	}
