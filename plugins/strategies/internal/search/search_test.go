@@ -411,7 +411,9 @@ func TestModelFailures(t *testing.T) {
 }
 
 func TestRank(t *testing.T) {
-	ev := func(r *sdk.Result) *Candidate { return &Candidate{Source: "x", Eval: &sdk.Evaluation{ID: "e", Result: r}} }
+	ev := func(r *sdk.Result) *Candidate {
+		return &Candidate{Source: "x", Eval: &sdk.Evaluation{ID: "e", Result: r}}
+	}
 	crash := &sdk.Result{Verdict: sdk.Fail, ErrorClass: sdk.ClassCrash}
 	compile := &sdk.Result{Verdict: sdk.Fail, ErrorClass: sdk.ClassCompile}
 	platform := &sdk.Result{Verdict: sdk.VerdictError, ErrorClass: sdk.ClassPlatform}
