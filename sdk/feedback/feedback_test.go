@@ -242,3 +242,18 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// P lists the most expensive kernels first, at most maxKernels of them, the rest summed.
+func TestProfileOrderAndBound(t *testing.T) {
+	r := passed()
+	r.Profile.Kernels = nil
+	for i := 0; i < 12; i++ {
+		r.Profile.Kernels = append(r.Profile.Kernels, sdk.KernelTime{Name: "k" + string(rune('a'+i)), Calls: 1, TotalUS: float64(i + 1), Share: float64(i+1) / 78})
+	}
+	got := Profile(r)
+	first := strings.Index(got, "| kl |")
+	second := strings.Index(got, "| kk |")
+	if first < 0 || second < 0 || first > second || strings.Contains(got, "| kd |") || !strings.Contains(got, "| 12.8% | | | | 4 more kernels |") {
+		t.Errorf("profile:\n%s", got)
+	}
+}

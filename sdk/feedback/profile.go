@@ -1,7 +1,9 @@
 package feedback
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kbplatform/kbplatform/sdk"
@@ -37,14 +39,16 @@ func Profile(r *sdk.Result) string {
 	}
 	fmt.Fprintf(&w, "Your own kernels take %s%% of that time, PyTorch's kernels %s%%.\n\n", num(round1(100*custom)), num(round1(100*torch)))
 	w.WriteString("| share | total µs | calls | whose | kernel |\n|---|---|---|---|---|\n")
-	// The profiler lists kernels most expensive first; keep its order (stable for equal shares).
-	for i, k := range p.Kernels {
+	// Most expensive first; equal shares keep the profiler's order.
+	kernels := slices.Clone(p.Kernels)
+	slices.SortStableFunc(kernels, func(a, b sdk.KernelTime) int { return cmp.Compare(b.Share, a.Share) })
+	for i, k := range kernels {
 		if i == maxKernels {
 			var rest float64
-			for _, k := range p.Kernels[i:] {
+			for _, k := range kernels[i:] {
 				rest += k.Share
 			}
-			fmt.Fprintf(&w, "| %s%% | | | | %d more kernels |\n", num(round1(100*rest)), len(p.Kernels)-i)
+			fmt.Fprintf(&w, "| %s%% | | | | %d more kernels |\n", num(round1(100*rest)), len(kernels)-i)
 			break
 		}
 		whose := "PyTorch"
