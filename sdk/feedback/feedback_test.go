@@ -93,7 +93,8 @@ func passed() *sdk.Result {
 
 // compileError has a compiler log far longer than feedback may carry.
 func compileError() *sdk.Result {
-	log := strings.Repeat("relu.cpp:3:5: note: candidate template ignored\n", 400) + "relu.cpp:9:1: error: expected ';' after return statement\n"
+	log := strings.Repeat("relu.cpp:3:5: note: candidate template ignored\n", 200) + "relu.cpp:7:3: error: use of undeclared identifier 'n'\n" +
+		strings.Repeat("relu.cpp:3:5: note: candidate template ignored\n", 200) + "relu.cpp:9:1: error: expected ';' after return statement\n"
 	return &sdk.Result{Verdict: sdk.Fail, ErrorClass: sdk.ClassCompile, Phase: "compile", Message: "building the extension failed",
 		Compile: &sdk.CompileResult{OK: false, ErrorClass: sdk.ClassCompile, Log: log}}
 }
@@ -163,7 +164,8 @@ func TestBuild(t *testing.T) {
 		{"backtrack-raw", Builder{Parts: GE, Format: Raw}, Request{Latest: a, Best: a, Regressed: b}, "raw G+E",
 			[]string{"Your attempt of turn 1 did worse", "wrong: output_mismatch, 0.02441% of elements wrong, max abs error 2.531", "go back to the best kernel (turn 0)"}, nil},
 		{"compile-error", Builder{Parts: GE, Format: Raw}, Request{Latest: &Kernel{Turn: 3, Source: kernelA, Result: compileError()}}, "raw G+E",
-			[]string{"compile_error (the kernel did not compile)", "bytes of the compiler output left out", "expected ';' after return statement"}, nil},
+			[]string{"compile_error (the kernel did not compile)", "bytes of the compiler output left out", "expected ';' after return statement",
+				"Errors in the compiler output:\n```text\nrelu.cpp:7:3: error: use of undeclared identifier 'n'\nrelu.cpp:9:1: error: expected ';'"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -109,7 +109,14 @@ func Outcome(k *Kernel) string {
 			fmt.Fprintf(&w, "Message:\n%s", fence("text", Cut(strings.TrimSpace(r.Message), MaxLog, "message")))
 		}
 		if c := r.Compile; c != nil && !c.OK && strings.TrimSpace(c.Log) != "" && r.ErrorClass == sdk.ClassCompile {
-			fmt.Fprintf(&w, "Compiler output:\n%s", fence("text", Cut(strings.TrimSpace(c.Log), MaxLog, "compiler output")))
+			log := strings.TrimSpace(c.Log)
+			if len(log) > MaxLog {
+				// A long log's errors may sit in the part left out: name them first.
+				if errs := errorLines(log, 20); errs != "" {
+					fmt.Fprintf(&w, "Errors in the compiler output:\n%s", fence("text", Cut(errs, MaxLog/2, "errors")))
+				}
+			}
+			fmt.Fprintf(&w, "Compiler output:\n%s", fence("text", Cut(log, MaxLog, "compiler output")))
 		}
 		if tb := strings.TrimSpace(r.Traceback); tb != "" {
 			fmt.Fprintf(&w, "Traceback (last lines):\n%s", fence("text", tail(tb, MaxLog/2)))
@@ -250,4 +257,24 @@ func tail(s string, max int) string {
 		start++
 	}
 	return fmt.Sprintf("[... %d bytes left out ...]\n%s", start, s[start:])
+}
+
+// errorLines are the first max lines of a compiler log that report an error (gcc, clang, nvcc
+// and ptxas all write "error" in them), without repeats.
+func errorLines(log string, max int) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(log, "\n") {
+		l = strings.TrimSpace(l)
+		low := strings.ToLower(l)
+		if seen[l] || !(strings.Contains(low, "error:") || strings.Contains(low, ": error") || strings.Contains(low, " error ")) {
+			continue
+		}
+		seen[l] = true
+		out = append(out, Cut(l, 400, "line"))
+		if len(out) == max {
+			break
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,6 +1,8 @@
 package search
 
 import (
+	"fmt"
+
 	"github.com/kbplatform/kbplatform/sdk"
 	"github.com/kbplatform/kbplatform/sdk/feedback"
 )
@@ -40,4 +42,30 @@ func (c *Candidate) Kernel() *feedback.Kernel {
 		return nil
 	}
 	return &feedback.Kernel{Turn: c.Turn, Source: c.Source, Reply: c.Reply, NoCode: c.NoCode, Result: c.Result(), Note: c.Note}
+}
+
+// attempt is the candidate as the store keeps it.
+func (c *Candidate) attempt() sdk.Attempt {
+	a := sdk.Attempt{Step: c.Step, ParentStep: c.Parent, Completion: c.Reply, FeedbackKind: c.FeedbackKind,
+		Turn: c.Turn, Sample: c.Sample, Feedback: c.Feedback, Prompt: c.Prompt, Temperature: c.Temperature}
+	if a.FeedbackKind == "" {
+		a.FeedbackKind = "none"
+	}
+	switch {
+	case c.Eval != nil:
+		a.EvaluationID = c.Eval.ID
+		a.KernelHash = c.Eval.Result.Kernel.Hash
+		a.Note = c.Eval.Result.Verdict
+		if cl := c.Eval.Result.ErrorClass; cl != "" {
+			a.Note += " " + cl
+		}
+		if t := c.Eval.Result.Timing; t != nil && c.Eval.Result.Verdict == sdk.Pass {
+			a.Note += fmt.Sprintf(" %.3gx", t.Speedup)
+		}
+	case c.Source == "" && c.Reply != "":
+		a.Note, a.Failure = c.NoCode, sdk.FailureNoCode
+	default:
+		a.Note = c.Note
+	}
+	return a
 }
