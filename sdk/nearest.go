@@ -69,6 +69,17 @@ func jsonKeys(v any) []string {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" {
+			// An embedded struct's keys are the outer struct's, as encoding/json reads them.
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, jsonKeys(reflect.New(ft).Interface())...)
+				continue
+			}
+		}
 		switch name {
 		case "-":
 			continue

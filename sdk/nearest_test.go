@@ -60,3 +60,22 @@ func TestDecodeNamesTheKey(t *testing.T) {
 		})
 	}
 }
+
+// Embedded settings (a strategy's shared prompting keys, a model's common keys) are listed by
+// their own keys, as encoding/json reads them, not by the embedded type's name.
+func TestDecodeNamesEmbeddedKeys(t *testing.T) {
+	type Common struct {
+		Variant     string  `json:"variant"`
+		Temperature float64 `json:"temperature"`
+	}
+	type settings struct {
+		Common
+		Step float64 `json:"temperature_step"`
+	}
+	var s settings
+	err := Configuration{Raw: []byte(`{"temprature": 1}`)}.Decode(&s)
+	if err == nil || !strings.Contains(err.Error(), "known keys: variant, temperature, temperature_step") ||
+		!strings.Contains(err.Error(), `did you mean "temperature"`) {
+		t.Errorf("got %v", err)
+	}
+}

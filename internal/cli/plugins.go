@@ -22,7 +22,10 @@ import (
 	"github.com/kbplatform/kbplatform/plugins/models/gemini"
 	"github.com/kbplatform/kbplatform/plugins/models/openai"
 	"github.com/kbplatform/kbplatform/plugins/models/replay"
+	"github.com/kbplatform/kbplatform/plugins/strategies/backtrack"
 	"github.com/kbplatform/kbplatform/plugins/strategies/oneshot"
+	"github.com/kbplatform/kbplatform/plugins/strategies/refine"
+	"github.com/kbplatform/kbplatform/plugins/strategies/sampling"
 	"github.com/kbplatform/kbplatform/plugins/targets/local"
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -40,6 +43,11 @@ var builtins = map[string]func() sdk.Plugin{
 	"model/openai":     func() sdk.Plugin { return openai.New() },
 	"model/anthropic":  func() sdk.Plugin { return anthropic.New() },
 	"model/gemini":     func() sdk.Plugin { return gemini.New() },
+
+	// The search strategies beyond oneshot (docs/strategies.md).
+	"strategy/sampling":  func() sdk.Plugin { return sampling.New() },
+	"strategy/refine":    func() sdk.Plugin { return refine.New() },
+	"strategy/backtrack": func() sdk.Plugin { return backtrack.New() },
 }
 
 func builtinRefs() []string {

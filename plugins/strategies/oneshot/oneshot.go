@@ -6,28 +6,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
+	"github.com/kbplatform/kbplatform/plugins/strategies/internal/search"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // Version of the strategy.
 const Version = "0.1.0"
 
-// Settings of the strategy.
-type Settings struct {
-	Variant     string   `json:"variant,omitempty"`     // prompt variant (default one-shot)
-	Temperature *float64 `json:"temperature,omitempty"` // default 0
-	MaxTokens   int      `json:"max_tokens,omitempty"`
-}
+// Settings of the strategy: the prompt variant (default one-shot), chain_of_thought, the
+// temperature (default 0) and max_tokens.
+type Settings = search.Prompting
 
 const schema = `{
   "type": "object",
   "properties": {
-    "variant":     {"enum": ["one-shot", "few-shot", "hardware-aware", "chain-of-thought"]},
-    "temperature": {"type": "number", "minimum": 0},
-    "max_tokens":  {"type": "integer", "minimum": 0}
+    ` + search.PromptingSchema + `
   },
   "additionalProperties": false
 }`
@@ -54,8 +48,8 @@ func (s *Strategy) Configure(_ context.Context, c sdk.Configuration) error {
 	if err := c.Decode(&set); err != nil {
 		return err
 	}
-	if set.Variant != "" && !slices.Contains(sdk.Variants(), set.Variant) {
-		return fmt.Errorf("%w: variant %q (known: %s)", sdk.ErrInvalidConfig, set.Variant, strings.Join(sdk.Variants(), ", "))
+	if err := set.Validate(); err != nil {
+		return err
 	}
 	s.s = set
 	return nil
@@ -63,9 +57,9 @@ func (s *Strategy) Configure(_ context.Context, c sdk.Configuration) error {
 
 // Run asks once and evaluates what comes back.
 func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) (*sdk.RunResult, error) {
-	variant := s.s.Variant
-	if variant == "" {
-		variant = sdk.VariantOneShot
+	variant, err := s.s.PromptVariant()
+	if err != nil {
+		return nil, err
 	}
 	msgs, err := p.Prompt(ctx, variant, "", nil)
 	if err != nil {
@@ -90,7 +84,7 @@ func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) 
 		if errors.Is(err, sdk.ErrBudgetExhausted) {
 			failure = ""
 		}
-		if _, rerr := p.Record(ctx, sdk.Attempt{Step: 0, ParentStep: -1, FeedbackKind: "none", Note: note, Failure: failure}); rerr != nil {
+		if _, rerr := p.Record(ctx, sdk.Attempt{Step: 0, ParentStep: -1, FeedbackKind: "none", Note: note, Failure: failure, Prompt: msgs, Temperature: temp}); rerr != nil {
 			return nil, fmt.Errorf("record: %w", rerr)
 		}
 		return &sdk.RunResult{Attempts: 1, Note: note}, nil
@@ -99,7 +93,7 @@ func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) 
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 	reply := gen.Completions[0].Text
-	attempt := sdk.Attempt{Step: 0, ParentStep: -1, Completion: reply, FeedbackKind: "none",
+	attempt := sdk.Attempt{Step: 0, ParentStep: -1, Completion: reply, FeedbackKind: "none", Prompt: msgs, Temperature: temp,
 		PromptTokens: gen.Usage.PromptTokens, CompletionTokens: gen.Usage.CompletionTokens, CallIDs: gen.CallIDs}
 	res := &sdk.RunResult{Attempts: 1}
 	src, err := p.Extract(ctx, reply)

@@ -1,0 +1,11 @@
+package refine
+
+import (
+	"testing"
+
+	"github.com/kbplatform/kbplatform/sdk/plugintest"
+)
+
+func TestConformance(t *testing.T) {
+	plugintest.RunStrategyConformance(t, New(), nil)
+}
