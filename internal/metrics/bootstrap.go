@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"math"
 	"math/rand/v2"
 	"sort"
 )
@@ -25,13 +26,19 @@ func Bootstrap(units []*Unit, stat func([]*Unit) float64, rounds int, level floa
 		return Interval{}
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x6b62706c6174666d))
-	vals := make([]float64, rounds)
+	vals := make([]float64, 0, rounds)
 	sample := make([]*Unit, len(judged))
-	for i := range vals {
+	for range rounds {
 		for j := range sample {
 			sample[j] = judged[rng.IntN(len(judged))]
 		}
-		vals[i] = stat(sample)
+		// A resample where the statistic is undefined (no correct unit for a mean) says nothing.
+		if v := stat(sample); !math.IsNaN(v) {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) == 0 {
+		return Interval{}
 	}
 	sort.Float64s(vals)
 	q := func(f float64) float64 {
@@ -51,5 +58,11 @@ func FastPCI(units []*Unit, p float64, o Options) Interval {
 
 // GeoMeanCI is a 95% bootstrap interval of the geometric mean speedup (1000 rounds).
 func GeoMeanCI(units []*Unit, o Options) Interval {
-	return Bootstrap(units, func(s []*Unit) float64 { m, _ := GeoMean(s, o); return m }, 1000, 0.95, 1)
+	return Bootstrap(units, func(s []*Unit) float64 {
+		m, n := GeoMean(s, o)
+		if n == 0 {
+			return math.NaN()
+		}
+		return m
+	}, 1000, 0.95, 1)
 }
