@@ -198,7 +198,9 @@ func arm(r *metrics.Row, a store.AttemptRecord, spec armSpec) {
 		}
 		return ref.label()
 	}
-	r.Model = a.Model
+	if a.Model != "" {
+		r.Model = a.Model
+	}
 	if r.Model == "" && len(spec.Models) == 0 {
 		r.Model = spec.Model.label()
 	}

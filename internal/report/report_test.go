@@ -2,14 +2,18 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/kbplatform/kbplatform/internal/metrics"
 	"github.com/kbplatform/kbplatform/internal/report/reporttest"
+	"github.com/kbplatform/kbplatform/internal/store"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -136,5 +140,34 @@ func TestReportGolden(t *testing.T) {
 			}
 			golden(t, tc.name, b.Bytes())
 		})
+	}
+}
+
+// In a study of several models, an evaluation no attempt names keeps its model.
+func TestLoadSeveralModels(t *testing.T) {
+	st := reporttest.Open(t)
+	spec := `{"tasks":["kbp/l1/relu"],"models":[{"ref":"model/openai","name":"gpt"},{"ref":"model/replay"}],
+		"backend":{"ref":"backend/cuda"},"strategy":{"ref":"strategy/oneshot"},"target":{"ref":"target/local"},"seed":3}`
+	if err := st.PutStudy(store.Study{ID: "multimodel0000000000", Spec: json.RawMessage(spec)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"gpt", "replay"} {
+		ev := &store.Evaluation{Study: "multimodel0000000000", Model: m, Target: "local/cpu",
+			Result: &sdk.Result{Task: sdk.Task{ID: "kbp/l1/relu", Level: 1}, Kernel: sdk.Kernel{Hash: m}, Verdict: sdk.Fail, ErrorClass: sdk.ClassCompile}}
+		if err := st.PutEvaluation(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Load(st, "multimodel", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arms []string
+	for _, u := range metrics.Units(s.Rows()) {
+		arms = append(arms, u.Arm.String())
+	}
+	want := []string{"gpt + cuda + oneshot @ local seed 3", "replay + cuda + oneshot @ local seed 3"}
+	if !reflect.DeepEqual(arms, want) {
+		t.Errorf("arms: got %q, want %q", arms, want)
 	}
 }
