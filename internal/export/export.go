@@ -117,6 +117,11 @@ func WriteFile(path, format string, rows []Row) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // after a successful rename there is nothing to remove
+	// CreateTemp makes the file private; an export is an ordinary, readable file.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
 	if err := Write(f, format, rows); err != nil {
 		f.Close()
 		return err

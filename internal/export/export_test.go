@@ -49,6 +49,9 @@ func TestWriteFormats(t *testing.T) {
 			if err := WriteFile(path, format, rows); err != nil {
 				t.Fatal(err)
 			}
+			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("mode: %v %v", fi.Mode(), err)
+			}
 			var got []Row
 			switch format {
 			case "jsonl":
