@@ -23,6 +23,8 @@ import (
 func (a *app) studyCmd() *cobra.Command {
 	cmd := groupCmd("study", "Run studies (tasks × model × backend × strategy × target) through plugins")
 	cmd.AddCommand(a.studyRunCmd(), a.studyListCmd(), a.studyShowCmd())
+	cmd.AddCommand(a.studyReportCmd())
+	cmd.AddCommand(a.studyExportCmd())
 	return cmd
 }
 

@@ -30,10 +30,17 @@ func ImportKernelBench(root string) (*ImportReport, error) {
 }
 
 // ImportKernelBenchAs is ImportKernelBench under another origin: ids origin/lN/NAME, so that a
-// second checkout (a fork, another revision) can sit beside the first.
+// second checkout (a fork, another revision) can sit beside the first. root may also be the
+// published dataset's parquet files (one file, or a folder of them, data/ included): the same
+// problems give the same tasks.
 func ImportKernelBenchAs(root, origin string) (*ImportReport, error) {
 	if origin == "" || strings.ContainsAny(origin, "/ \t") || origin == OriginSuite || origin == OriginFile {
 		return nil, fmt.Errorf("%w: origin %q: one word without slashes, not suite or file", ErrInvalid, origin)
+	}
+	if files, ok, err := kernelBenchParquet(root); err != nil {
+		return nil, err
+	} else if ok {
+		return importKernelBenchParquet(root, files, origin)
 	}
 	base := root
 	if st, err := os.Stat(filepath.Join(root, "KernelBench")); err == nil && st.IsDir() {

@@ -1,0 +1,45 @@
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/kbplatform/kbplatform/internal/metrics"
+	"github.com/kbplatform/kbplatform/internal/report/reporttest"
+	"github.com/kbplatform/kbplatform/internal/study"
+)
+
+// `study show` (study.FastP over study.Summarize) and `study report` (metrics.FastP over the
+// loaded rows) must agree on the same records: one rule for who counts, in two shapes.
+func TestFastPMatchesStudyShow(t *testing.T) {
+	st := reporttest.Open(t)
+	reporttest.Put(t, st, "studyaaaaaaaaaaaaaaa", "cpu run", reporttest.CPUA, false, reporttest.StudyA())
+	for _, flags := range [][]string{nil, {"torch_delegation"}} {
+		s, err := st.Study("studyaaaaaaaaaaaaaaa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var spec study.Spec
+		if err := json.Unmarshal(s.Spec, &spec); err != nil {
+			t.Fatal(err)
+		}
+		rep := study.EmptyReport(s.ID, spec)
+		rep.ExcludeFlags = flags
+		if err := study.Summarize(st, rep); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := Load(st, s.ID, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		units := metrics.Units(loaded.Rows())
+		for _, p := range metrics.DefaultP {
+			got := metrics.FastP(units, p, metrics.Options{ExcludeFlags: flags})
+			want := study.FastP(rep.Outcomes, p)
+			if math.Abs(got.Value-want) > 1e-12 || got.N != study.Judged(rep.Outcomes) {
+				t.Errorf("flags %v fast_%v: report %v over %d, study show %v over %d", flags, p, got.Value, got.N, want, study.Judged(rep.Outcomes))
+			}
+		}
+	}
+}
