@@ -10,9 +10,12 @@ import (
 	pb "github.com/kbplatform/kbplatform/proto/kbplatform/plugin/v1"
 )
 
-// Conversions between the SDK's Go types and the wire messages. Each pair round-trips.
+// Conversions between the SDK's Go types and the protocol's messages. Each pair round-trips. The
+// exported ones are the protocol's Go binding for both of its sides: the SDK's servers (in this
+// package) and kbplatform's host client (internal/pluginhost), so the two cannot drift apart.
 
-func taskToPB(t Task) *pb.Task {
+// TaskToPB converts a Task to its protocol message.
+func TaskToPB(t Task) *pb.Task {
 	out := &pb.Task{Id: t.ID, Hash: t.Hash, Size: t.Size, Source: t.Source, Distributions: t.Distributions,
 		Strides: t.Strides, TimeoutNs: int64(t.Timeout), Name: t.Name, Level: int32(t.Level)}
 	if t.Tolerance != nil {
@@ -33,7 +36,8 @@ func taskFromPB(t *pb.Task) Task {
 	return out
 }
 
-func kernelToPB(k Kernel) *pb.Kernel { return &pb.Kernel{Hash: k.Hash, Source: k.Source, Name: k.Name} }
+// KernelToPB converts a Kernel to its protocol message.
+func KernelToPB(k Kernel) *pb.Kernel { return &pb.Kernel{Hash: k.Hash, Source: k.Source, Name: k.Name} }
 
 func kernelFromPB(k *pb.Kernel) Kernel {
 	if k == nil {
@@ -42,7 +46,8 @@ func kernelFromPB(k *pb.Kernel) Kernel {
 	return Kernel{Hash: k.Hash, Source: k.Source, Name: k.Name}
 }
 
-func configToPB(c Config) *pb.ContractConfig {
+// ConfigToPB converts a Config to its protocol message.
+func ConfigToPB(c Config) *pb.ContractConfig {
 	return &pb.ContractConfig{Seeds: int32(c.Seeds), Warmup: int32(c.Warmup), TimedCalls: int32(c.TimedCalls),
 		CheckCalls: int32(c.CheckCalls), NoopCalls: int32(c.NoopCalls), FlushCache: c.FlushCache, Poison: c.Poison,
 		CpuThreads: int32(c.CPUThreads), Seed: c.Seed, TimeoutNs: int64(c.Timeout), CallTimeoutNs: int64(c.CallTimeout),
@@ -72,7 +77,8 @@ func statsFromPB(s *pb.Stats) Stats {
 		IQR: s.IqrMs, Std: s.StdMs, CV: s.Cv}
 }
 
-func compileToPB(c *CompileResult) *pb.CompileResult {
+// CompileToPB converts a CompileResult to its protocol message.
+func CompileToPB(c *CompileResult) *pb.CompileResult {
 	if c == nil {
 		return nil
 	}
@@ -80,7 +86,8 @@ func compileToPB(c *CompileResult) *pb.CompileResult {
 		Builds: int32(c.Builds), CacheHits: int32(c.CacheHits), DurationNs: int64(c.Duration)}
 }
 
-func compileFromPB(c *pb.CompileResult) *CompileResult {
+// CompileFromPB converts a CompileResult from its protocol message.
+func CompileFromPB(c *pb.CompileResult) *CompileResult {
 	if c == nil {
 		return nil
 	}
@@ -142,18 +149,19 @@ func structFromPB(s *structpb.Struct) map[string]any {
 	return s.AsMap()
 }
 
-func resultToPB(r *Result) *pb.Result {
+// ResultToPB converts a Result to its protocol message.
+func ResultToPB(r *Result) *pb.Result {
 	if r == nil {
 		return nil
 	}
-	t := taskToPB(r.Task)
+	t := TaskToPB(r.Task)
 	t.Source = ""
-	k := kernelToPB(r.Kernel)
+	k := KernelToPB(r.Kernel)
 	k.Source = ""
 	out := &pb.Result{Contract: r.Contract, Task: t, Kernel: k, Device: r.Device, Verdict: r.Verdict,
 		ErrorClass: r.ErrorClass, Phase: r.Phase, Message: r.Message, Traceback: r.Traceback, Log: r.Log,
-		Tampered: r.Tampered, Warnings: r.Warnings, Fingerprint: structToPB(r.Fingerprint), Config: configToPB(r.Config),
-		Compile: compileToPB(r.Compile), ModelCompileS: r.ModelCompileS, Flags: flagsToPB(r.Flags)}
+		Tampered: r.Tampered, Warnings: r.Warnings, Fingerprint: structToPB(r.Fingerprint), Config: ConfigToPB(r.Config),
+		Compile: CompileToPB(r.Compile), ModelCompileS: r.ModelCompileS, Flags: flagsToPB(r.Flags)}
 	if ph := r.Phases; ph != nil {
 		out.Phases = &pb.Phases{WaitDeviceS: ph.WaitDevice, CandidateStartS: ph.CandidateStart, ReferenceReadyS: ph.ReferenceReady,
 			LoadS: ph.Load, TrialsS: ph.Trials, TimingS: ph.Timing, RechecksS: ph.Rechecks, GpuWorkS: ph.GPUWork, TotalS: ph.Total}
@@ -192,13 +200,14 @@ func resultToPB(r *Result) *pb.Result {
 	return out
 }
 
-func resultFromPB(p *pb.Result) *Result {
+// ResultFromPB converts a Result from its protocol message.
+func ResultFromPB(p *pb.Result) *Result {
 	if p == nil {
 		return nil
 	}
 	r := &Result{Contract: p.Contract, Task: taskFromPB(p.Task), Kernel: kernelFromPB(p.Kernel), Device: p.Device,
 		Verdict: p.Verdict, ErrorClass: p.ErrorClass, Phase: p.Phase, Message: p.Message, Traceback: p.Traceback, Log: p.Log,
-		Tampered: p.Tampered, Warnings: p.Warnings, Config: configFromPB(p.Config), Compile: compileFromPB(p.Compile),
+		Tampered: p.Tampered, Warnings: p.Warnings, Config: configFromPB(p.Config), Compile: CompileFromPB(p.Compile),
 		ModelCompileS: p.ModelCompileS, Flags: flagsFromPB(p.Flags)}
 	if ph := p.Phases; ph != nil {
 		r.Phases = &Phases{WaitDevice: ph.WaitDeviceS, CandidateStart: ph.CandidateStartS, ReferenceReady: ph.ReferenceReadyS,
@@ -248,14 +257,16 @@ func validationToPB(v *Validation) *pb.Validation {
 	return &pb.Validation{TaskId: v.TaskID, Size: v.Size, Device: v.Device, Ok: v.OK, Output: v.Output, Errors: v.Errors, Warnings: v.Warnings}
 }
 
-func validationFromPB(v *pb.Validation) *Validation {
+// ValidationFromPB converts a Validation from its protocol message.
+func ValidationFromPB(v *pb.Validation) *Validation {
 	if v == nil {
 		return nil
 	}
 	return &Validation{TaskID: v.TaskId, Size: v.Size, Device: v.Device, OK: v.Ok, Output: v.Output, Errors: v.Errors, Warnings: v.Warnings}
 }
 
-func messagesToPB(ms []Message) []*pb.ChatMessage {
+// MessagesToPB converts messages to their protocol messages.
+func MessagesToPB(ms []Message) []*pb.ChatMessage {
 	out := make([]*pb.ChatMessage, len(ms))
 	for i, m := range ms {
 		out[i] = &pb.ChatMessage{Role: m.Role, Content: m.Content}
@@ -263,7 +274,8 @@ func messagesToPB(ms []Message) []*pb.ChatMessage {
 	return out
 }
 
-func messagesFromPB(ms []*pb.ChatMessage) []Message {
+// MessagesFromPB converts messages from their protocol messages.
+func MessagesFromPB(ms []*pb.ChatMessage) []Message {
 	if len(ms) == 0 {
 		return nil
 	}
@@ -274,7 +286,8 @@ func messagesFromPB(ms []*pb.ChatMessage) []Message {
 	return out
 }
 
-func hardwareToPB(h *Hardware) *pb.Hardware {
+// HardwareToPB converts a Hardware to its protocol message.
+func HardwareToPB(h *Hardware) *pb.Hardware {
 	if h == nil {
 		return nil
 	}
@@ -286,7 +299,8 @@ func hardwareToPB(h *Hardware) *pb.Hardware {
 	return out
 }
 
-func hardwareFromPB(h *pb.Hardware) *Hardware {
+// HardwareFromPB converts a Hardware from its protocol message.
+func HardwareFromPB(h *pb.Hardware) *Hardware {
 	if h == nil {
 		return nil
 	}
@@ -301,21 +315,24 @@ func hardwareFromPB(h *pb.Hardware) *Hardware {
 	return out
 }
 
-func recipeToPB(r *BuildRecipe) *pb.BuildRecipe {
+// RecipeToPB converts a BuildRecipe to its protocol message.
+func RecipeToPB(r *BuildRecipe) *pb.BuildRecipe {
 	if r == nil {
 		return nil
 	}
 	return &pb.BuildRecipe{Env: r.Env, Cflags: r.CFlags, CudaCflags: r.CUDAFlags, IncludePaths: r.IncludePaths, Ldflags: r.LDFlags}
 }
 
-func recipeFromPB(r *pb.BuildRecipe) *BuildRecipe {
+// RecipeFromPB converts a BuildRecipe from its protocol message.
+func RecipeFromPB(r *pb.BuildRecipe) *BuildRecipe {
 	if r == nil {
 		return nil
 	}
 	return &BuildRecipe{Env: r.Env, CFlags: r.Cflags, CUDAFlags: r.CudaCflags, IncludePaths: r.IncludePaths, LDFlags: r.Ldflags}
 }
 
-func issuesToPB(is []Issue) []*pb.Issue {
+// IssuesToPB converts issues to their protocol messages.
+func IssuesToPB(is []Issue) []*pb.Issue {
 	out := make([]*pb.Issue, len(is))
 	for i, x := range is {
 		out[i] = &pb.Issue{Severity: x.Severity, Code: x.Code, Message: x.Message, Flag: x.Flag}
@@ -323,7 +340,8 @@ func issuesToPB(is []Issue) []*pb.Issue {
 	return out
 }
 
-func issuesFromPB(is []*pb.Issue) []Issue {
+// IssuesFromPB converts issues from their protocol messages.
+func IssuesFromPB(is []*pb.Issue) []Issue {
 	out := make([]Issue, len(is))
 	for i, x := range is {
 		out[i] = Issue{Severity: x.Severity, Code: x.Code, Message: x.Message, Flag: x.Flag}
@@ -331,21 +349,24 @@ func issuesFromPB(is []*pb.Issue) []Issue {
 	return out
 }
 
-func generateReqToPB(r GenerateRequest) *pb.GenerateRequest {
-	return &pb.GenerateRequest{Messages: messagesToPB(r.Messages), N: int32(r.N), TaskId: r.TaskID,
+// GenerateReqToPB converts a GenerateRequest to its protocol message.
+func GenerateReqToPB(r GenerateRequest) *pb.GenerateRequest {
+	return &pb.GenerateRequest{Messages: MessagesToPB(r.Messages), N: int32(r.N), TaskId: r.TaskID,
 		Params: &pb.SamplingParams{Temperature: r.Params.Temperature, TopP: r.Params.TopP, MaxTokens: int32(r.Params.MaxTokens),
 			Seed: r.Params.Seed, Stop: r.Params.Stop}}
 }
 
-func generateReqFromPB(r *pb.GenerateRequest) GenerateRequest {
-	out := GenerateRequest{Messages: messagesFromPB(r.Messages), N: int(r.N), TaskID: r.TaskId}
+// GenerateReqFromPB converts a GenerateRequest from its protocol message.
+func GenerateReqFromPB(r *pb.GenerateRequest) GenerateRequest {
+	out := GenerateRequest{Messages: MessagesFromPB(r.Messages), N: int(r.N), TaskID: r.TaskId}
 	if p := r.Params; p != nil {
 		out.Params = SamplingParams{Temperature: p.Temperature, TopP: p.TopP, MaxTokens: int(p.MaxTokens), Seed: p.Seed, Stop: p.Stop}
 	}
 	return out
 }
 
-func generateRespToPB(r *GenerateResponse) *pb.GenerateResponse {
+// GenerateRespToPB converts a GenerateResponse to its protocol message.
+func GenerateRespToPB(r *GenerateResponse) *pb.GenerateResponse {
 	out := &pb.GenerateResponse{Model: r.Model, CallIds: r.CallIDs, Usage: &pb.Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens,
 		ReasoningTokens: r.Usage.ReasoningTokens, CachedPromptTokens: r.Usage.CachedPromptTokens}}
 	for _, c := range r.Completions {
@@ -354,7 +375,8 @@ func generateRespToPB(r *GenerateResponse) *pb.GenerateResponse {
 	return out
 }
 
-func generateRespFromPB(r *pb.GenerateResponse) *GenerateResponse {
+// GenerateRespFromPB converts a GenerateResponse from its protocol message.
+func GenerateRespFromPB(r *pb.GenerateResponse) *GenerateResponse {
 	out := &GenerateResponse{Model: r.Model, CallIDs: r.CallIds}
 	if r.Usage != nil {
 		out.Usage = Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens,
@@ -370,14 +392,15 @@ func attemptToPB(a Attempt) *pb.Attempt {
 	return &pb.Attempt{Step: int32(a.Step), ParentStep: int32(a.ParentStep), EvaluationId: a.EvaluationID, KernelHash: a.KernelHash,
 		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens,
 		CallIds: a.CallIDs, Failure: a.Failure, Turn: int32(a.Turn), Sample: int32(a.Sample), Feedback: a.Feedback,
-		Prompt: messagesToPB(a.Prompt), Temperature: a.Temperature}
+		Prompt: MessagesToPB(a.Prompt), Temperature: a.Temperature}
 }
 
-func attemptFromPB(a *pb.Attempt) Attempt {
+// AttemptFromPB converts an Attempt from its protocol message.
+func AttemptFromPB(a *pb.Attempt) Attempt {
 	return Attempt{Step: int(a.Step), ParentStep: int(a.ParentStep), EvaluationID: a.EvaluationId, KernelHash: a.KernelHash,
 		Completion: a.Completion, FeedbackKind: a.FeedbackKind, Note: a.Note, PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens,
 		CallIDs: a.CallIds, Failure: a.Failure, Turn: int(a.Turn), Sample: int(a.Sample), Feedback: a.Feedback,
-		Prompt: messagesFromPB(a.Prompt), Temperature: a.Temperature}
+		Prompt: MessagesFromPB(a.Prompt), Temperature: a.Temperature}
 }
 
 func fmtAny(v any) string { return fmt.Sprint(v) }
@@ -404,7 +427,8 @@ func flagsFromPB(fs []*pb.Flag) []Flag {
 	return out
 }
 
-func budgetToPB(b Budget) *pb.Budget {
+// BudgetToPB converts a Budget to its protocol message.
+func BudgetToPB(b Budget) *pb.Budget {
 	return &pb.Budget{Generations: int32(b.Generations), Evaluations: int32(b.Evaluations), Tokens: b.Tokens, Seconds: b.Seconds, CostUsd: b.CostUSD}
 }
 

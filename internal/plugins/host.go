@@ -31,6 +31,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/kbplatform/kbplatform/internal/pluginhost"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
@@ -183,7 +184,7 @@ func fileSHA256(path string) (string, error) {
 }
 
 // client starts the process of spec and connects to it.
-func (m *Manager) client(spec Spec) (*plugin.Client, *sdk.Remote, error) {
+func (m *Manager) client(spec Spec) (*plugin.Client, *pluginhost.Remote, error) {
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, spec.Kind)
 	// A session of its own: everything the plugin starts (workers, compilers), in whatever process
@@ -191,7 +192,7 @@ func (m *Manager) client(spec Spec) (*plugin.Client, *sdk.Remote, error) {
 	cmd.SysProcAttr = pluginProcAttr()
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
-		Plugins:          plugin.PluginSet{sdk.PluginKey: &sdk.GRPCPlugin{}},
+		Plugins:          pluginhost.PluginSet(),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -228,7 +229,7 @@ func (m *Manager) client(spec Spec) (*plugin.Client, *sdk.Remote, error) {
 		shutdown(c)
 		return nil, nil, fmt.Errorf("%w: %s: %v", ErrStart, spec.Ref(), err)
 	}
-	r := raw.(*sdk.Remote)
+	r := raw.(*pluginhost.Remote)
 	info := r.Info()
 	if info.Kind != spec.Kind || info.Name != spec.Name {
 		shutdown(c)
@@ -313,7 +314,7 @@ type Instance struct {
 	platform sdk.Platform
 	mu       sync.Mutex
 	client   *plugin.Client
-	remote   *sdk.Remote
+	remote   *pluginhost.Remote
 	starts   int
 }
 
@@ -372,7 +373,7 @@ func (i *Instance) Pid() int {
 }
 
 // conn returns a live connection, (re)starting and configuring the plugin when needed.
-func (i *Instance) conn(ctx context.Context) (*sdk.Remote, error) {
+func (i *Instance) conn(ctx context.Context) (*pluginhost.Remote, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.client != nil && !i.client.Exited() {
@@ -558,7 +559,7 @@ func (m *Manager) inspect(spec Spec) (sdk.Info, error) {
 	cmd.SysProcAttr = pluginProcAttr()
 	c := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
-		Plugins:          plugin.PluginSet{sdk.PluginKey: &sdk.GRPCPlugin{}},
+		Plugins:          pluginhost.PluginSet(),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -575,7 +576,7 @@ func (m *Manager) inspect(spec Spec) (sdk.Info, error) {
 	if err != nil {
 		return sdk.Info{}, err
 	}
-	return raw.(*sdk.Remote).Info(), nil
+	return raw.(*pluginhost.Remote).Info(), nil
 }
 
 // Inspect starts the plugin that Resolve picks for ref and returns its identity.

@@ -17,14 +17,41 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
+	"github.com/kbplatform/kbplatform/internal/pluginhost"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
-// Connect serves impl over an in-process gRPC connection and returns the host's view of it.
-func Connect(t testing.TB, impl sdk.Plugin) *sdk.Remote {
+// Remote is a connected plugin as the host sees it.
+type Remote interface {
+	Info() sdk.Info
+	// Configure sends the settings; platform, when not nil, is served to the plugin.
+	Configure(ctx context.Context, raw json.RawMessage, platform sdk.Platform) error
+	Model() sdk.Model
+	Backend() sdk.Backend
+	Strategy() sdk.Strategy
+	Target() sdk.Target
+}
+
+// pair serves impl with the SDK and dials it with kbplatform's own host client, over one
+// in-process connection.
+type pair struct {
+	plugin.NetRPCUnsupportedPlugin
+	serve *sdk.GRPCPlugin
+}
+
+func (p pair) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error { return p.serve.GRPCServer(b, s) }
+
+func (p pair) GRPCClient(ctx context.Context, b *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return pluginhost.GRPCPlugin{}.GRPCClient(ctx, b, c)
+}
+
+// Connect serves impl over an in-process gRPC connection and returns the host's view of it: the
+// same client kbplatform uses for a plugin process.
+func Connect(t testing.TB, impl sdk.Plugin) Remote {
 	t.Helper()
-	client, server := plugin.TestPluginGRPCConn(t, false, plugin.PluginSet{sdk.PluginKey: &sdk.GRPCPlugin{Impl: impl}})
+	client, server := plugin.TestPluginGRPCConn(t, false, plugin.PluginSet{sdk.PluginKey: pair{serve: &sdk.GRPCPlugin{Impl: impl}}})
 	t.Cleanup(func() {
 		client.Close()
 		server.Stop()
@@ -33,11 +60,11 @@ func Connect(t testing.TB, impl sdk.Plugin) *sdk.Remote {
 	if err != nil {
 		t.Fatalf("dispense: %v", err)
 	}
-	return raw.(*sdk.Remote)
+	return raw.(*pluginhost.Remote)
 }
 
 // checkBase is what every kind must get right: identity, settings.
-func checkBase(t *testing.T, r *sdk.Remote, kind string, config json.RawMessage) {
+func checkBase(t *testing.T, r Remote, kind string, config json.RawMessage) {
 	t.Helper()
 	info := r.Info()
 	t.Run("info", func(t *testing.T) {
