@@ -9,7 +9,9 @@ import (
 
 func TestRuntimeFlags(t *testing.T) {
 	own := kernelsOf("__global__ void relu_kernel(float* x) {}")
-	gpu := func(rows ...evidenceRow) workerEvidence { return workerEvidence{Device: "cuda", Rows: rows, Launches: len(rows)} }
+	gpu := func(rows ...evidenceRow) workerEvidence {
+		return workerEvidence{Device: "cuda", Rows: rows, Launches: len(rows)}
+	}
 	atenRelu := evidenceRow{Name: "void at::native::vectorized_elementwise_kernel<4>(int)", Calls: 1, US: 900, Kind: "kernel"}
 	mine := evidenceRow{Name: "relu_kernel(float*)", Calls: 1, US: 100, Kind: "kernel"}
 	fine := &measuredPrecision{Dtype: "float32", CandidateError: 3e-8, ReferenceError: 2e-8}
