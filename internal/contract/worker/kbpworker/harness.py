@@ -386,6 +386,8 @@ class Session:
                                                      out_leaves, ref_leaves)
             except precision.Skipped as e:
                 res["precision"] = {"skipped": str(e)}
+            except Exception as e:  # out of memory, say: evidence is lost, never the verdict
+                res["precision"] = {"skipped": "the measurement failed: %s: %s" % (type(e).__name__, str(e)[:200])}
             finally:
                 self._ref_cache = []
                 if self.device.type == "cuda":
