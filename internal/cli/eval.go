@@ -306,6 +306,36 @@ func flagMismatches(stored []*store.Evaluation, want map[string][]string) []stri
 	return out
 }
 
+// profileLine summarizes a profiled forward: its total time and the most expensive kernels, the
+// candidate's own marked with *.
+func profileLine(p *sdk.Profile) string {
+	if p == nil || len(p.Kernels) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range p.Kernels[:min(3, len(p.Kernels))] {
+		name := trimKernelName(k.Name)
+		if k.Custom {
+			name += "*"
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", name, 100*k.Share))
+	}
+	return fmt.Sprintf("%.1f us: %s (* the candidate's own)", p.TotalUS, strings.Join(parts, ", "))
+}
+
+// trimKernelName cuts a demangled kernel name to its name: no return type, template arguments or
+// parameters.
+func trimKernelName(n string) string {
+	n = strings.TrimPrefix(n, "void ")
+	if i := strings.IndexAny(n, "<("); i > 0 {
+		n = n[:i]
+	}
+	if len(n) > 60 {
+		n = n[:57] + "..."
+	}
+	return n
+}
+
 // recipeTarget builds each kernel with its backend's recipe (eval mixes backends in one run).
 type recipeTarget struct {
 	pipeline.Target
@@ -347,6 +377,9 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 	}
 	for _, f := range r.Flags {
 		fmt.Fprintf(w, "flag      %s — %s\n", f.Name, firstLines(f.Reason, 1, 160)[0])
+	}
+	if line := profileLine(r.Profile); line != "" {
+		fmt.Fprintf(w, "profile   %s\n", line)
 	}
 	if r.Message != "" {
 		for i, l := range firstLines(r.Message, 24, 160) {

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // A kernel that only calls the PyTorch operator it was asked to replace passes, flagged; one that
@@ -106,5 +108,19 @@ func TestEvalFlagged(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
+	}
+}
+
+func TestProfileLine(t *testing.T) {
+	p := &sdk.Profile{TotalUS: 120.5, Kernels: []sdk.KernelTime{
+		{Name: "void relu_kernel<float>(float const*, float*, long)", Share: 0.9, Custom: true},
+		{Name: "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)", Share: 0.1},
+	}}
+	want := "120.5 us: relu_kernel* 90%, at::native::vectorized_elementwise_kernel 10% (* the candidate's own)"
+	if got := profileLine(p); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if profileLine(nil) != "" {
+		t.Error("no profile, no line")
 	}
 }
