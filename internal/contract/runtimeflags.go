@@ -82,7 +82,20 @@ func noCustomKernel(ev workerEvidence, own ownKernels) (Flag, bool) {
 	case n == 0:
 		return Flag{Name: sdk.FlagNoCustomKernel, Reason: "runtime: no device kernel ran during a profiled forward"}, true
 	}
-	return Flag{Name: sdk.FlagNoCustomKernel, Reason: fmt.Sprintf("runtime: none of the %d device kernels of a profiled forward is defined in the candidate's source%s", n, topOps(ev.Rows))}, true
+	reason := fmt.Sprintf("runtime: none of the %d device kernels of a profiled forward is defined in the candidate's source%s", n, topOps(ev.Rows))
+	if calls := extCallCount(ev); calls > 0 {
+		// Delegation inside the extension: its functions ran, and launched PyTorch's kernels.
+		reason += fmt.Sprintf("; its extension's functions were called %d time(s) and launched none of their own", calls)
+	}
+	return Flag{Name: sdk.FlagNoCustomKernel, Reason: reason}, true
+}
+
+func extCallCount(ev workerEvidence) int64 {
+	var n int64
+	for _, c := range ev.ExtCalls {
+		n += c.Calls
+	}
+	return n
 }
 
 // topOps names the most expensive rows, as the evidence behind a flag.

@@ -27,6 +27,8 @@ func TestRuntimeFlags(t *testing.T) {
 		{"honest gpu", gpu(mine), fine, "", nil, ""},
 		{"delegates on gpu", gpu(atenRelu), fine, "", []string{sdk.FlagNoCustomKernel}, "none of the 1 device kernels"},
 		{"trivial own kernel beside delegation", gpu(atenRelu, mine), fine, "", nil, ""},
+		{"extension delegating inside", workerEvidence{Device: "cuda", Rows: []evidenceRow{atenRelu}, ExtCalls: []evidenceRow{{Name: "m.f", Calls: 2}}}, fine, "",
+			[]string{sdk.FlagNoCustomKernel}, "called 2 time(s) and launched none of their own"},
 		{"nothing ran", workerEvidence{Device: "cuda"}, fine, "", []string{sdk.FlagNoCustomKernel}, "no device kernel ran"},
 		{"profiler saw launches but no kernels", workerEvidence{Device: "cuda", Launches: 3}, fine, "", nil, ""},
 		{"profiler failed", workerEvidence{Device: "cuda", Error: "CUPTI"}, nil, "", nil, ""},

@@ -9,11 +9,12 @@ import sys
 
 import torch
 
-from . import channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, tensorfile, transport
+from . import (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, tensorfile,
+               transport)
 
 OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, tensorfile,
                transport)
-PROTOCOL = 3
+PROTOCOL = 4  # 4: the profile op and the compare op's precision field
 
 
 def _apply_settings(settings):
