@@ -271,6 +271,11 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 		r.profile(k)
 	}
 	r.finish()
+	if r.res.ErrorClass == ClassMismatch && usesTF32(k.Source) {
+		// Measured precision where there is no pass to flag: the TF32 policy (docs/contract.md).
+		r.res.Warnings = append(r.res.Warnings, "tf32: the source computes fp32 products in TF32 (Triton's tl.dot does unless input_precision=\"ieee\"), "+
+			"whose 10-bit mantissa gives errors near 2^-11 relative: beyond a float32 task's tolerance where the output is wrong by that much")
+	}
 }
 
 // memory records what both processes held on the device (nothing on the CPU).
