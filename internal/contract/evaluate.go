@@ -263,6 +263,7 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 
 	if !r.correctness() {
 		r.finish()
+		r.tf32Hint(k)
 		return
 	}
 	r.e.quietSpares(r.timing)
@@ -271,8 +272,13 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 		r.profile(k)
 	}
 	r.finish()
+	r.tf32Hint(k)
+}
+
+// tf32Hint adds, to a wrong output of a source that computes fp32 products in TF32, the TF32
+// policy's warning (docs/contract.md): measured precision where there is no pass to flag.
+func (r *evalRun) tf32Hint(k Kernel) {
 	if r.res.ErrorClass == ClassMismatch && usesTF32(k.Source) {
-		// Measured precision where there is no pass to flag: the TF32 policy (docs/contract.md).
 		r.res.Warnings = append(r.res.Warnings, "tf32: the source computes fp32 products in TF32 (Triton's tl.dot does unless input_precision=\"ieee\"), "+
 			"whose 10-bit mantissa gives errors near 2^-11 relative: beyond a float32 task's tolerance where the output is wrong by that much")
 	}
