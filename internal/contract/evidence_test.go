@@ -44,6 +44,11 @@ func TestRuntimeEvidence(t *testing.T) {
 			if strings.Join(names, ",") != strings.Join(c.flags, ",") {
 				t.Errorf("flags %v, want %v", names, c.flags)
 			}
+			for _, w := range res.Warnings {
+				if strings.HasPrefix(w, "runtime evidence") {
+					t.Errorf("warning on a kernel that does its own work: %s", w)
+				}
+			}
 			if res.Profile == nil || res.Profile.Tool != ProfileTool || res.Profile.TotalUS <= 0 {
 				t.Fatalf("no profile: %+v (warnings %q)", res.Profile, res.Warnings)
 			}

@@ -156,13 +156,10 @@ func usesTF32(source string) bool {
 }
 
 // evidenceWarnings are what the evidence shows without raising a flag: a profiler that recorded
-// nothing, or custom kernels that did a small share of the device work.
+// nothing, or custom kernels (on the CPU, extension functions) that did a small share of the work.
 func evidenceWarnings(ev workerEvidence, p *Profile) []string {
 	if ev.Error != "" {
 		return []string{"runtime evidence not collected: " + ev.Error}
-	}
-	if ev.Device != "cuda" {
-		return nil
 	}
 	var n int
 	for _, row := range ev.Rows {
@@ -170,8 +167,23 @@ func evidenceWarnings(ev workerEvidence, p *Profile) []string {
 			n++
 		}
 	}
-	if n == 0 && ev.Launches > 0 {
+	if ev.Device == "cuda" && n == 0 && ev.Launches > 0 {
 		return []string{fmt.Sprintf("runtime evidence: the profiler saw %d kernel launches but no device activity; no_custom_kernel not decided", ev.Launches)}
+	}
+	if ev.Device != "cuda" {
+		// The forward's wall time is mostly the profiler's own overhead on a small CPU task: the
+		// share is of the time in the extension and in PyTorch's operators.
+		var own, aten float64
+		for _, c := range ev.ExtCalls {
+			own += c.US
+		}
+		for _, r := range ev.Rows {
+			aten += r.US
+		}
+		if own > 0 && own/(own+aten) < customShareWarning {
+			return []string{fmt.Sprintf("runtime evidence: the candidate's extension functions took %.1f%% of a profiled forward's time in them and in PyTorch's operators", 100*own/(own+aten))}
+		}
+		return nil
 	}
 	if p == nil || p.TotalUS <= 0 {
 		return nil

@@ -103,4 +103,12 @@ func TestEvidenceWarnings(t *testing.T) {
 	if w := evidenceWarnings(workerEvidence{Device: "cuda", Launches: 2}, nil); len(w) != 1 || !strings.Contains(w[0], "not decided") {
 		t.Errorf("got %q", w)
 	}
+	noop := workerEvidence{Device: "cpu", ExtCalls: []evidenceRow{{Name: "m.noop", US: 5}}, Rows: []evidenceRow{{Name: "aten::relu", US: 995, Kind: "op"}}}
+	if w := evidenceWarnings(noop, nil); len(w) != 1 || !strings.Contains(w[0], "extension functions took 0.5%") {
+		t.Errorf("cpu: got %q", w)
+	}
+	honest := workerEvidence{Device: "cpu", ExtCalls: []evidenceRow{{Name: "m.relu", US: 20}}, Rows: []evidenceRow{{Name: "aten::empty_like", US: 1, Kind: "op"}}}
+	if w := evidenceWarnings(honest, nil); len(w) != 0 {
+		t.Errorf("honest cpu: got %q", w)
+	}
 }
