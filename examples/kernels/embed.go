@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-//go:embed kernels.yaml */*.py
+//go:embed kernels.yaml flagged/kernels.yaml */*.py
 var files embed.FS
 
 // Entry is one bundled kernel.
@@ -21,8 +21,10 @@ type Entry struct {
 	File    string `yaml:"file"`
 	Backend string `yaml:"backend"`
 	Device  string `yaml:"device"` // cpu or cuda
-	Source  string `yaml:"-"`
-	Hash    string `yaml:"-"`
+	// Want is, for a flagged kernel, the flags its result must carry (and no others).
+	Want   []string `yaml:"want"`
+	Source string   `yaml:"-"`
+	Hash   string   `yaml:"-"`
 }
 
 // Name is a short label such as softmax/cuda.py.
@@ -34,8 +36,15 @@ func (e Entry) Runs(device string) bool {
 }
 
 // Load reads the manifest and every kernel it names.
-func Load() ([]Entry, error) {
-	b, err := files.ReadFile("kernels.yaml")
+func Load() ([]Entry, error) { return load("kernels.yaml") }
+
+// LoadFlagged reads flagged/kernels.yaml: correct kernels written to carry a flag (delegation to
+// PyTorch, no kernel of their own, a precision downcast), and the flags each must get. They are
+// not among the bundled examples; `kbplatform eval --flagged` runs them.
+func LoadFlagged() ([]Entry, error) { return load("flagged/kernels.yaml") }
+
+func load(manifest string) ([]Entry, error) {
+	b, err := files.ReadFile(manifest)
 	if err != nil {
 		return nil, err
 	}
@@ -43,12 +52,12 @@ func Load() ([]Entry, error) {
 		Kernels []Entry `yaml:"kernels"`
 	}
 	if err := yaml.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("examples/kernels/kernels.yaml: %w", err)
+		return nil, fmt.Errorf("examples/kernels/%s: %w", manifest, err)
 	}
 	for i, e := range m.Kernels {
 		src, err := files.ReadFile(path.Clean(e.File))
 		if err != nil {
-			return nil, fmt.Errorf("examples/kernels/kernels.yaml names %s: %w", e.File, err)
+			return nil, fmt.Errorf("examples/kernels/%s names %s: %w", manifest, e.File, err)
 		}
 		h := sha256.Sum256(src)
 		m.Kernels[i].Source = string(src)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,23 +28,25 @@ import (
 func (a *app) evalCmd() *cobra.Command {
 	var taskID string
 	var kernelFiles []string
-	var examples, asJSON bool
+	var examples, flagged, asJSON bool
 	var backend string
 	cmd := &cobra.Command{
-		Use:   "eval --task ID --kernel FILE | eval --examples",
+		Use:   "eval --task ID --kernel FILE | eval --examples [--flagged]",
 		Short: "Evaluate candidate kernels with the contract and store the verdicts",
 		Long: `Evaluate one or more ModelNew files against a task, or (--examples) every bundled example
 kernel that runs on the device. Each evaluation checks correctness over several seeds and input
 distributions in an isolated process, times candidate and PyTorch eager the same way, and stores
-the record in the database. Exit status 3 means at least one kernel failed its verdict; 4 means
+the record in the database. --flagged evaluates the kernels written to carry a flag
+(examples/kernels/flagged) and checks that each gets exactly the flags it was written for. Exit status 3 means at least one kernel failed its verdict; 4 means
 no kernel failed but some evaluations got no verdict because the task, the platform or the
 environment failed (the record says which).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if examples == (taskID != "" || len(kernelFiles) > 0) {
-				return fmt.Errorf("give either --examples, or --task with one or more --kernel files")
+			bundled := examples || flagged
+			if bundled == (taskID != "" || len(kernelFiles) > 0) {
+				return fmt.Errorf("give either --examples and/or --flagged, or --task with one or more --kernel files")
 			}
-			if !examples && (taskID == "" || len(kernelFiles) == 0) {
+			if !bundled && (taskID == "" || len(kernelFiles) == 0) {
 				return fmt.Errorf("--task and --kernel are both required")
 			}
 			st, reg, err := a.openWithRegistry()
@@ -61,11 +65,23 @@ environment failed (the record says which).`,
 				return err
 			}
 			var jobs []pipeline.Job
-			skipped := map[string]int{} // bundled kernels that cannot run on this device, by backend
-			if examples {
-				entries, err := kernels.Load()
-				if err != nil {
-					return err
+			skipped := map[string]int{}   // bundled kernels that cannot run on this device, by backend
+			want := map[string][]string{} // flagged kernels (by hash): the flags each must carry
+			if bundled {
+				var entries []kernels.Entry
+				if examples {
+					ex, err := kernels.Load()
+					if err != nil {
+						return err
+					}
+					entries = append(entries, ex...)
+				}
+				if flagged {
+					fl, err := kernels.LoadFlagged()
+					if err != nil {
+						return err
+					}
+					entries = append(entries, fl...)
 				}
 				for _, e := range entries {
 					if !e.Runs(device) {
@@ -81,6 +97,9 @@ environment failed (the record says which).`,
 						return err
 					}
 					jobs = append(jobs, pipeline.Job{Task: ct, Kernel: contract.Kernel{Hash: e.Hash, Source: e.Source, Name: e.Name()}, Device: device, Label: e.Backend})
+					if e.Want != nil {
+						want[e.Hash] = e.Want
+					}
 				}
 				if len(jobs) == 0 {
 					return fmt.Errorf("no bundled kernel runs on %s", device)
@@ -122,14 +141,18 @@ environment failed (the record says which).`,
 			var failed, noVerdict int
 			var run []pipeline.Job
 			var runIssues [][]sdk.Issue
+			recipes := map[string]*sdk.BuildRecipe{} // by kernel hash: each builds with its backend's recipe
 			for _, j := range jobs {
 				b := backend
-				if b == "" && examples {
+				if b == "" && bundled {
 					b = j.Label
 				}
 				issues := scr.check(b, j.Task, j.Kernel)
 				if study.Rejection(issues) == "" {
 					run, runIssues = append(run, j), append(runIssues, issues)
+					if r := scr.recipe(b, j.Kernel, hw); r != nil {
+						recipes[j.Kernel.Hash] = r
+					}
 					continue
 				}
 				ev, err := rec.Record(a.ctx, record.Attempt{Task: j.Task, Kernel: j.Kernel, Device: j.Device, Config: a.cfg.Contract,
@@ -143,7 +166,7 @@ environment failed (the record says which).`,
 			jobs = run
 			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
 			ev := pipeline.Target{Target: target.Target(), Config: a.cfg.Contract, Progress: a.progressSince(time.Now())}
-			runner := &pipeline.Runner{Eval: ev, CompileWorkers: a.cfg.CompileWorkers}
+			runner := &pipeline.Runner{Eval: recipeTarget{ev, recipes}, CompileWorkers: a.cfg.CompileWorkers}
 			var storeErr error
 			interrupted := 0
 			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
@@ -191,8 +214,16 @@ environment failed (the record says which).`,
 			if err != nil {
 				return err
 			}
-			if examples && !asJSON {
+			if bundled && !asJSON {
 				a.examplesNotes(device, skipped)
+			}
+			if wrong := flagMismatches(stored, want); len(wrong) > 0 {
+				for _, w := range wrong {
+					fmt.Fprintln(a.errOut, "flags: "+w)
+				}
+				return exitError{code: exitKernelFailed, msg: fmt.Sprintf("%d flagged kernel(s) did not get the flags they were written for", len(wrong))}
+			} else if flagged && !asJSON {
+				fmt.Fprintf(a.out, "flags: each of the %d flagged kernel(s) carries exactly the flags it was written for\n", len(want))
 			}
 			if interrupted > 0 {
 				return exitError{code: exitInterrupted, msg: "interrupted"}
@@ -203,6 +234,7 @@ environment failed (the record says which).`,
 	cmd.Flags().StringVar(&taskID, "task", "", "task `ID` (kbplatform tasks list shows them) or a task .py file")
 	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate `FILE` defining ModelNew (repeatable)")
 	cmd.Flags().BoolVar(&examples, "examples", false, "evaluate the bundled example kernels that run on the device")
+	cmd.Flags().BoolVar(&flagged, "flagged", false, "evaluate the kernels written to carry a flag (examples/kernels/flagged) and check their flags")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored record(s) as JSON")
 	cmd.Flags().StringVar(&backend, "backend", "", "backend whose static checks to run (cpp, cuda, triton, cutlass; default: guessed from each file)")
 	addContractFlags(cmd)
@@ -251,6 +283,79 @@ func firstLines(s string, n, width int) []string {
 	return out
 }
 
+// flagMismatches lists the flagged kernels whose stored result is not a pass carrying exactly the
+// flags they were written for (want, by kernel hash).
+func flagMismatches(stored []*store.Evaluation, want map[string][]string) []string {
+	var out []string
+	for _, ev := range stored {
+		w, ok := want[ev.Result.Kernel.Hash]
+		if !ok {
+			continue
+		}
+		var got []string
+		for _, f := range ev.Result.Flags {
+			got = append(got, f.Name)
+		}
+		slices.Sort(got)
+		w = slices.Sorted(slices.Values(w))
+		if ev.Result.Verdict != contract.Pass || !slices.Equal(got, w) {
+			out = append(out, fmt.Sprintf("%s on %s: %s with flags [%s], written for a pass with [%s]", ev.Result.Kernel.Name,
+				ev.Result.Task.ID, ev.Result.Verdict, strings.Join(got, ", "), strings.Join(w, ", ")))
+		}
+	}
+	return out
+}
+
+// profileLine summarizes a profiled forward: its total time and the most expensive kernels, the
+// candidate's own marked with *.
+func profileLine(p *sdk.Profile) string {
+	if p == nil || len(p.Kernels) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range p.Kernels[:min(3, len(p.Kernels))] {
+		name := trimKernelName(k.Name)
+		if k.Custom {
+			name += "*"
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", name, 100*k.Share))
+	}
+	return fmt.Sprintf("%.1f us: %s (* the candidate's own)", p.TotalUS, strings.Join(parts, ", "))
+}
+
+// trimKernelName cuts a demangled kernel name to its name: no return type, template arguments or
+// parameters.
+func trimKernelName(n string) string {
+	n = strings.TrimPrefix(n, "void ")
+	if i := strings.IndexAny(n, "<("); i > 0 {
+		n = n[:i]
+	}
+	if len(n) > 60 {
+		n = n[:57] + "..."
+	}
+	return n
+}
+
+// recipeTarget builds each kernel with its backend's recipe (eval mixes backends in one run).
+type recipeTarget struct {
+	pipeline.Target
+	recipes map[string]*sdk.BuildRecipe
+}
+
+func (r recipeTarget) with(k sdk.Kernel) pipeline.Target {
+	t := r.Target
+	t.Recipe = r.recipes[k.Hash]
+	return t
+}
+
+func (r recipeTarget) Compile(ctx context.Context, task sdk.Task, k sdk.Kernel, device string) *sdk.CompileResult {
+	return r.with(k).Compile(ctx, task, k, device)
+}
+
+func (r recipeTarget) Evaluate(ctx context.Context, task sdk.Task, k sdk.Kernel, device string, compiled *sdk.CompileResult) *sdk.Result {
+	return r.with(k).Evaluate(ctx, task, k, device, compiled)
+}
+
 // renderVerdict prints the one-screen summary of an evaluation.
 func renderVerdict(w io.Writer, ev *store.Evaluation) {
 	r := ev.Result
@@ -272,6 +377,9 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 	}
 	for _, f := range r.Flags {
 		fmt.Fprintf(w, "flag      %s — %s\n", f.Name, firstLines(f.Reason, 1, 160)[0])
+	}
+	if line := profileLine(r.Profile); line != "" {
+		fmt.Fprintf(w, "profile   %s\n", line)
 	}
 	if r.Message != "" {
 		for i, l := range firstLines(r.Message, 24, 160) {

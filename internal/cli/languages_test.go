@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // A kernel that only calls the PyTorch operator it was asked to replace passes, flagged; one that
@@ -59,6 +61,9 @@ class ModelNew(nn.Module):
 	if !strings.Contains(out, "static    no-custom-kernel:") {
 		t.Errorf("the warning is not shown:\n%s", out)
 	}
+	if !strings.Contains(out, "flag      no_custom_kernel — runtime: the candidate built no extension") {
+		t.Errorf("the runtime flag is not shown:\n%s", out)
+	}
 	out, errOut, code = run(t, env, append([]string{"eval", "--task", "kbp/l1/softmax", "--kernel", softmax}, contract...)...)
 	if code != 3 || !strings.Contains(out, "FAIL — rejected during static") || !strings.Contains(out, "harness-patching: ") {
 		t.Fatalf("eval of a patching kernel: exit %d\n%s\n%s", code, out, errOut)
@@ -87,5 +92,35 @@ class ModelNew(nn.Module):
 	out, _, _ = run(t, env, "study", "show", ids[0][2])
 	if !regexp.MustCompile(`fast_0 0\.50`).MatchString(out) {
 		t.Errorf("without --exclude-flag the flagged pass counts:\n%s", out)
+	}
+}
+
+// eval --flagged runs the kernels written to carry a flag (on the CPU: a C++ extension never
+// called, and a sum rounded through fp16) and checks that each passes with exactly its flags.
+func TestEvalFlagged(t *testing.T) {
+	env := isolated(t)
+	env["KBP_PYTHON"] = "/usr/bin/python3"
+	out, errOut, code := run(t, env, "eval", "--flagged", "--device", "cpu", "--seeds", "1", "--timed-calls", "10", "--warmup", "1", "--check-calls", "2")
+	if code != 0 || !strings.Contains(out, "flags: each of the 2 flagged kernel(s) carries exactly the flags it was written for") {
+		t.Fatalf("eval --flagged: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{`relu_cpp_unused\.py .*PASS \[no_custom_kernel\]`, `sum_dim_cpp_half\.py .*PASS \[precision_downcast\]`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+func TestProfileLine(t *testing.T) {
+	p := &sdk.Profile{TotalUS: 120.5, Kernels: []sdk.KernelTime{
+		{Name: "void relu_kernel<float>(float const*, float*, long)", Share: 0.9, Custom: true},
+		{Name: "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)", Share: 0.1},
+	}}
+	want := "120.5 us: relu_kernel* 90%, at::native::vectorized_elementwise_kernel 10% (* the candidate's own)"
+	if got := profileLine(p); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if profileLine(nil) != "" {
+		t.Error("no profile, no line")
 	}
 }

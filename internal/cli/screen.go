@@ -35,10 +35,13 @@ type screener struct {
 	pm       *plugins.Manager
 	backends map[string]*plugins.Instance
 	failed   map[string]bool
+	recipes  map[string]*sdk.BuildRecipe
+	noRecipe map[string]bool
 }
 
 func (a *app) newScreener(pm *plugins.Manager) *screener {
-	return &screener{a: a, pm: pm, backends: map[string]*plugins.Instance{}, failed: map[string]bool{}}
+	return &screener{a: a, pm: pm, backends: map[string]*plugins.Instance{}, failed: map[string]bool{},
+		recipes: map[string]*sdk.BuildRecipe{}, noRecipe: map[string]bool{}}
 }
 
 // check returns the findings of backend (guessed from the source when empty) on a candidate. When
@@ -70,6 +73,31 @@ func (s *screener) check(backend string, task sdk.Task, k sdk.Kernel) []sdk.Issu
 		return nil
 	}
 	return issues
+}
+
+// recipe returns the build recipe of backend (guessed from the source when empty) for hw: the
+// flags and include paths its kernels build with (CUTLASS's headers for backend/cutlass). Nil
+// when the backend gives none; a backend that cannot give one (cutlass without cutlass_path or
+// $CUTLASS_PATH) is said once, and its kernels build without.
+func (s *screener) recipe(backend string, k sdk.Kernel, hw *sdk.Hardware) *sdk.BuildRecipe {
+	if backend == "" {
+		backend = guessBackend(k.Source)
+	}
+	inst, ok := s.backends[backend]
+	if !ok || s.failed[backend] || s.noRecipe[backend] {
+		return nil
+	}
+	if r, ok := s.recipes[backend]; ok {
+		return r
+	}
+	r, err := inst.Backend().Recipe(s.a.ctx, hw)
+	if err != nil {
+		s.noRecipe[backend] = true
+		fmt.Fprintf(s.a.errOut, "warning: backend/%s gives no build recipe, its kernels build without: %v\n", backend, err)
+		return nil
+	}
+	s.recipes[backend] = r
+	return r
 }
 
 func (s *screener) skip(backend string, err error) {

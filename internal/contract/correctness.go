@@ -105,7 +105,16 @@ func (r *evalRun) trialCall(tr *Trial, name string, checkInputs, digest bool) (c
 // (seed, dist), the candidate stopped meanwhile; with digest, the reply carries a content hash of
 // what it read. It returns false when the evaluation has its verdict.
 func (r *evalRun) compare(seed int, dist string, out, ins json.RawMessage, phase string, digest bool) (compareReply, bool) {
-	ccmd := map[string]any{"op": "compare", "seed": seed, "dist": dist, "output": out, "strides": r.task.Strides, "digest": digest}
+	return r.compareWith(map[string]any{"digest": digest}, seed, dist, out, ins, phase)
+}
+
+// compareWith is compare with more fields in the reference's command (precision: measure a
+// correct output's precision against a float64 run of the task).
+func (r *evalRun) compareWith(extra map[string]any, seed int, dist string, out, ins json.RawMessage, phase string) (compareReply, bool) {
+	ccmd := map[string]any{"op": "compare", "seed": seed, "dist": dist, "output": out, "strides": r.task.Strides}
+	for k, v := range extra {
+		ccmd[k] = v
+	}
 	if r.task.Tolerance != nil {
 		ccmd["tolerance"] = r.task.Tolerance
 	}
@@ -143,6 +152,8 @@ type compareReply struct {
 	Digest        json.RawMessage `json:"digest"`
 	InputsChanged []int           `json:"inputs_changed"`
 	RefCallMS     float64         `json:"ref_call_ms"`
+	// Precision is the measured precision of a correct output, when asked (precision.py).
+	Precision json.RawMessage `json:"precision"`
 }
 
 func decodeCompare(raw map[string]json.RawMessage) compareReply {

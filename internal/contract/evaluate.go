@@ -23,8 +23,11 @@ type evalRun struct {
 	dumpDir string
 	rng     *mrand.Rand
 	mode    string // how the candidate's module is run: eager, or a torch.compile mode (baselines)
-	start   time.Time
-	phases  *Phases
+	// evidence: profile a correct candidate once more and raise the runtime flags (not for
+	// baselines, whose "candidate" is the task's own Model).
+	evidence bool
+	start    time.Time
+	phases   *Phases
 }
 
 // since is the seconds from the moment the evaluation held its device.
@@ -33,11 +36,11 @@ func (r *evalRun) since() float64 { return time.Since(r.start).Seconds() }
 // Evaluate runs the full contract for one kernel on one task and device. It never returns nil;
 // failures of the harness itself give Verdict "error".
 func (e *Evaluator) Evaluate(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult) *Result {
-	return e.evaluate(ctx, t, k, device, compiled, "eager")
+	return e.evaluate(ctx, t, k, device, compiled, "eager", true)
 }
 
-func (e *Evaluator) evaluate(parent context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string) *Result {
-	res := e.run(parent, t, k, device, compiled, mode)
+func (e *Evaluator) evaluate(parent context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string, evidence bool) *Result {
+	res := e.run(parent, t, k, device, compiled, mode, evidence)
 	if parent.Err() != nil && res.Verdict != Pass {
 		// Stopped from outside (Ctrl-C, a deadline of the caller): whatever failed, it says
 		// nothing about the kernel.
@@ -47,7 +50,7 @@ func (e *Evaluator) evaluate(parent context.Context, t Task, k Kernel, device st
 	return res
 }
 
-func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string) *Result {
+func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string, evidence bool) *Result {
 	cfg := e.opt.Config
 	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC()}
 	// Wait for the device before the evaluation's time limit starts: waiting is not the kernel's.
@@ -119,7 +122,7 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	}
 	rng, seed := e.seedSource()
 	res.Config.Seed = seed
-	run := &evalRun{e: e, ctx: ctx, res: res, task: t, dumpDir: dumpDir, rng: rng, mode: mode, start: start, phases: res.Phases}
+	run := &evalRun{e: e, ctx: ctx, res: res, task: t, dumpDir: dumpDir, rng: rng, mode: mode, evidence: evidence, start: start, phases: res.Phases}
 	run.execute(k, device, dir, cand, ref.wait)
 	return res
 }
@@ -260,10 +263,25 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 
 	if !r.correctness() {
 		r.finish()
+		r.tf32Hint(k)
 		return
 	}
 	r.e.quietSpares(r.timing)
+	if r.evidence && r.res.ErrorClass == "" && len(r.res.Tampered) == 0 {
+		// After timing, so that the profiler's setup and teardown cannot touch a timed call.
+		r.profile(k)
+	}
 	r.finish()
+	r.tf32Hint(k)
+}
+
+// tf32Hint adds, to a wrong output of a source that computes fp32 products in TF32, the TF32
+// policy's warning (docs/contract.md): measured precision where there is no pass to flag.
+func (r *evalRun) tf32Hint(k Kernel) {
+	if r.res.ErrorClass == ClassMismatch && usesTF32(k.Source) {
+		r.res.Warnings = append(r.res.Warnings, "tf32: the source computes fp32 products in TF32 (Triton's tl.dot does unless input_precision=\"ieee\"), "+
+			"whose 10-bit mantissa gives errors near 2^-11 relative: beyond a float32 task's tolerance where the output is wrong by that much")
+	}
 }
 
 // memory records what both processes held on the device (nothing on the CPU).

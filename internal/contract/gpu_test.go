@@ -116,3 +116,63 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// TestGPURuntimeEvidence checks the runtime flags and the profile on the GPU: honest CUDA and
+// Triton kernels carry no flag and their own kernel is in the profile as the candidate's; a CUDA
+// candidate that builds a kernel and delegates to PyTorch gets no_custom_kernel; one that rounds
+// its results through fp16 gets precision_downcast on a pass. Skipped without a GPU (the lead runs
+// it on the H200).
+func TestGPURuntimeEvidence(t *testing.T) {
+	py := testPython(t)
+	if !py.CUDAAvail {
+		t.Skip("no CUDA device")
+	}
+	e := newEvaluator(t, func(c *Config) {
+		c.CallTimeout = 20 * time.Second
+		c.Seeds = 2
+		c.TimedCalls = 20
+	})
+	task := loadTask(t, "scale_relu_big")
+	tolerant := task
+	tolerant.Tolerance = &Tolerance{Atol: 1e-3, Rtol: 1e-3}
+	cases := []struct {
+		kernel string
+		task   Task
+		flags  string // comma-separated, in the order raised
+		own    string // a substring of the candidate's own kernel in the profile ("" = none may be)
+	}{
+		{"gpu_honest", task, "", "scale_relu_kernel"},
+		{"triton_honest", task, "", "_scale_relu_kernel"},
+		{"gpu_delegates", task, "no_custom_kernel", ""},
+		{"gpu_half", tolerant, "precision_downcast", "scale_relu_kernel"},
+	}
+	for _, c := range cases {
+		t.Run(c.kernel, func(t *testing.T) {
+			res := e.Evaluate(context.Background(), c.task, loadKernel(t, c.kernel), "cuda:0", nil)
+			if res.Verdict != Pass {
+				t.Fatalf("want pass, got %s %s: %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
+			}
+			var names []string
+			for _, f := range res.Flags {
+				names = append(names, f.Name)
+				t.Logf("flag %s: %s", f.Name, f.Reason)
+			}
+			if got := strings.Join(names, ","); got != c.flags {
+				t.Errorf("flags %q, want %q (warnings %q)", got, c.flags, res.Warnings)
+			}
+			if res.Profile == nil {
+				t.Fatalf("no profile (warnings %q)", res.Warnings)
+			}
+			var own []string
+			for _, k := range res.Profile.Kernels {
+				t.Logf("%-6v %5.1f%% %8.1f us x%d %s", k.Custom, 100*k.Share, k.TotalUS, k.Calls, k.Name)
+				if k.Custom {
+					own = append(own, k.Name)
+				}
+			}
+			if c.own == "" && len(own) > 0 || c.own != "" && !slices.ContainsFunc(own, func(n string) bool { return strings.Contains(n, c.own) }) {
+				t.Errorf("the candidate's own kernels in the profile: %q, want one named like %q", own, c.own)
+			}
+		})
+	}
+}

@@ -115,7 +115,7 @@ func (e *Evaluator) Baseline(ctx context.Context, t Task, device, mode string) *
 	k := Kernel{Hash: hashString(identityKernel + mode), Source: identityKernel, Name: "baseline:" + mode}
 	// The task's own Model builds nothing: a compile phase would only start one more process (an
 	// import of torch, 3-10 s on the H200 host, for every task and mode).
-	return e.evaluate(ctx, t, k, device, &CompileResult{OK: true}, mode)
+	return e.evaluate(ctx, t, k, device, &CompileResult{OK: true}, mode, false)
 }
 
 func shapeString(v any) string {

@@ -9,10 +9,12 @@ import sys
 
 import torch
 
-from . import channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile, transport
+from . import (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, tensorfile,
+               transport)
 
-OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, tensorfile, transport)
-PROTOCOL = 3
+OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, tensorfile,
+               transport)
+PROTOCOL = 4  # 4: the profile op and the compare op's precision field
 
 
 def _apply_settings(settings):
@@ -137,6 +139,14 @@ class Worker:
         res["ok"] = True
         return res
 
+    def op_profile(self, cmd, seq):
+        cmd["phase"] = "profile"
+        mods = sorted(self.ext.modules) if self.ext is not None else []
+        res = self.session.profiled(int(cmd["seed"]), cmd["dist"], cmd["dump"], mods)
+        res["ok"] = True
+        res["tampered"] = self.tampered()
+        return res
+
     def op_dump_last(self, cmd, seq):
         res = self.session.dump_last(cmd["dump"], cmd.get("inputs_dump"))
         res["ok"] = True
@@ -151,7 +161,8 @@ class Worker:
 
     def op_compare(self, cmd, seq):
         res = self.session.compare(int(cmd["seed"]), cmd["dist"], cmd["output"], cmd.get("tolerance"),
-                                   cmd.get("strides", "any"), cmd.get("inputs"), bool(cmd.get("digest")))
+                                   cmd.get("strides", "any"), cmd.get("inputs"), bool(cmd.get("digest")),
+                                   bool(cmd.get("precision")))
         res["ok"] = True
         return res
 

@@ -64,6 +64,9 @@ class ExtensionCache:
         self.add_ldflags = list(recipe.get("ldflags") or [])
         self.hits = 0
         self.builds = 0
+        # Names of the Python extension modules built or loaded: the runtime evidence counts the
+        # candidate's calls into them (profile.ExtensionCalls).
+        self.modules = set()
         self._orig_inline = cpp_extension.load_inline
         self._orig_load = cpp_extension.load
 
@@ -80,6 +83,7 @@ class ExtensionCache:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if is_python_module and os.path.exists(ok) and os.path.exists(so):
                 self.hits += 1
+                self.modules.add(name)
                 if name in sys.modules:
                     return sys.modules[name]
                 mod = _import_so(name, so)
@@ -90,6 +94,8 @@ class ExtensionCache:
             except Exception as e:  # torch raises RuntimeError with the compiler's output
                 raise CompileError("building extension %r failed:\n%s" % (name, e)) from None
             self.builds += 1
+            if is_python_module:
+                self.modules.add(name)
             if is_python_module and os.path.exists(so):
                 with open(ok, "w") as f:
                     f.write("ok\n")

@@ -16,6 +16,11 @@ import time
 
 import torch
 
+try:
+    import torch.profiler as _torch_profiler
+except ImportError:  # pragma: no cover - every supported torch has it
+    _torch_profiler = None
+
 _TIME = ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "sleep")
 _TORCH = (
     "allclose", "equal", "isclose", "eq", "manual_seed", "seed", "randn", "rand", "randint",
@@ -51,6 +56,11 @@ def _targets():
         yield "torch.cuda", torch.cuda, _CUDA
         yield "torch.cuda.Event", torch.cuda.Event, _CUDA_EVENT
     yield "torch.backends.cudnn", torch.backends.cudnn, ()
+    # The runtime evidence (profile.py): the profiler and the interpreter's profile hook.
+    yield "sys", sys, ("setprofile", "getprofile")
+    if _torch_profiler is not None and hasattr(_torch_profiler, "profile"):
+        yield "torch.profiler", _torch_profiler, ("profile",)
+        yield "torch.profiler.profile", _torch_profiler.profile, ("__enter__", "__exit__", "start", "stop", "events", "key_averages")
 
 
 class Guard:

@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from . import compare, inputs, tensorfile, transport
+from . import compare, inputs, precision, profile, tensorfile, transport
 from .errors import HarnessError, LoadError, describe
 
 # Captured before any candidate code can run; the harness calls these, never the module attributes.
@@ -227,6 +227,15 @@ class Session:
             res["inputs"] = self._export(list(work), inputs_dump)
         return res
 
+    def profiled(self, seed, dist, dump, ext_modules):
+        """One extra correctness call under the profiler, never timed: the runtime evidence
+        (profile.py). Its output is exported like a trial's, and the reference compares it."""
+        self._release()
+        work = self._stage(inputs.make_inputs(self.task, seed, dist, self.device))
+        out, evidence = profile.profiled_call(lambda: self._call(work), self.device.type, ext_modules)
+        self._keep(out)
+        return {"output": self._export(out, dump), "profile": evidence}
+
     def timed(self, seed, dist, armed, finished, noop=False):
         """One timed call on fresh inputs. armed() is called right before the timed region starts
         and finished() right after it ends: they send the clock channel's marks, which the kernel
@@ -335,11 +344,13 @@ class Session:
         self._ref_cache = [((seed, dist), val)]
         return val
 
-    def compare(self, seed, dist, output, tol=None, strides="any", inputs_manifest=None, want_digest=False):
+    def compare(self, seed, dist, output, tol=None, strides="any", inputs_manifest=None, want_digest=False,
+                want_precision=False):
         """Compare a candidate's exported output with the reference for (seed, dist); with
         inputs_manifest, also check the candidate's inputs after its call against inputs
         regenerated from the seed. Reports a digest of what was read, for the driver's
-        nondeterminism check across two calls on one input."""
+        nondeterminism check across two calls on one input, and with want_precision the
+        measured precision of a correct output (precision.py)."""
         # Between timed calls the timing buffers are not needed here (the reference's timed calls
         # copy their inputs in again); the inputs are checked before the reference output is
         # computed: at most two input- or output-sized tensors are alive at once.
@@ -369,6 +380,18 @@ class Session:
             res["result"] = compare.compare_leaves(out_sig, out_leaves, ref_sig, ref_leaves, tol, strides)
         if want_digest:
             res["digest"] = [compare.digest(t) if _isinstance(t, _Tensor) else t for t in out_leaves]
+        if want_precision and res["result"].get("ok"):
+            try:
+                res["precision"] = precision.measure(self.model, self.task, seed, dist, self.device,
+                                                     out_leaves, ref_leaves)
+            except precision.Skipped as e:
+                res["precision"] = {"skipped": str(e)}
+            except Exception as e:  # out of memory, say: evidence is lost, never the verdict
+                res["precision"] = {"skipped": "the measurement failed: %s: %s" % (type(e).__name__, str(e)[:200])}
+            finally:
+                self._ref_cache = []
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
         del out_leaves
         return res
 

@@ -1,0 +1,50 @@
+"""FLAGGED ON PURPOSE (no_custom_kernel): a CUDA ReLU whose forward reaches PyTorch through
+indirection and never launches the kernel it builds.
+
+The operator is looked up by a name assembled at import time (getattr on torch.nn.functional) and
+called through an alias, where static rules cannot follow it; the runtime evidence still sees that
+no kernel defined in this file ran during a profiled forward: only PyTorch's own.
+Not one of the bundled examples: flagged/kernels.yaml lists it for `kbplatform eval --kernel`.
+"""
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+_CPP_DECL = "torch::Tensor relu_forward(torch::Tensor x);"
+
+_CUDA_SOURCE = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+__global__ void indirect_relu_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : (x[i] != x[i] ? x[i] : 0.f);
+}
+
+torch::Tensor relu_forward(torch::Tensor x) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    const int64_t n = xc.numel();
+    if (n == 0) return y;
+    const int threads = 256;
+    const int64_t blocks = (n + threads - 1) / threads;
+    indirect_relu_kernel<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(xc.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+"""
+
+_ext = load_inline(name="kbp_flagged_relu_indirect", cpp_sources=_CPP_DECL, cuda_sources=_CUDA_SOURCE,
+                   functions=["relu_forward"], extra_cuda_cflags=["-O3"], verbose=False)
+
+_NAME = "".join(["r", "e", "l", "u"])
+_op = getattr(torch.nn.functional, _NAME)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.launch = _ext.relu_forward  # looks like it is used
+
+    def forward(self, x):
+        fn = _op if x.is_cuda else self.launch
+        return fn(x)
