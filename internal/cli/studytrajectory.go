@@ -88,8 +88,11 @@ func (a *app) showTrajectory(st *store.Store, id, task string, asJSON bool) erro
 			parent = fmt.Sprint(ts.ParentStep)
 		}
 		fmt.Fprintf(a.out, "  step %d  turn %d  sample %d  parent %s  %s\n", ts.Step, ts.Turn, ts.Sample, parent, ts.At.Format("15:04:05"))
-		if ts.FeedbackKind != "" || ts.Feedback != "" {
+		switch {
+		case ts.Feedback != "":
 			fmt.Fprintf(a.out, "    feedback (%s): %s\n", orDash(ts.FeedbackKind), bounded(ts.Feedback, 200))
+		case ts.FeedbackKind != "":
+			fmt.Fprintf(a.out, "    feedback: %s\n", ts.FeedbackKind)
 		}
 		fmt.Fprintf(a.out, "    prompt: %d messages, %d characters; tokens %d in / %d out\n", len(ts.Prompt), ts.PromptChars, ts.PromptTokens, ts.CompletionTokens)
 		if ts.Failure != "" {

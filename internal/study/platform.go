@@ -42,6 +42,9 @@ type runPlatform struct {
 
 	mu      sync.Mutex
 	pending []string // calls made since the last recorded attempt
+	// asked is the request of the last generation since the last recorded attempt: an attempt
+	// recorded without its prompt gets it.
+	asked *sdk.GenerateRequest
 }
 
 func (p *runPlatform) Prompt(ctx context.Context, variant, feedback string, history []sdk.Message) ([]sdk.Message, error) {
@@ -60,6 +63,9 @@ func (p *runPlatform) Generate(ctx context.Context, req sdk.GenerateRequest) (*s
 		return nil, err
 	}
 	req.TaskID = p.task.ID
+	p.mu.Lock()
+	p.asked = &req
+	p.mu.Unlock()
 	arm := ""
 	if !p.spec.legacy() {
 		arm = p.armKey
@@ -154,6 +160,14 @@ func (p *runPlatform) Record(_ context.Context, a sdk.Attempt) (string, error) {
 		a.CallIDs = p.pending
 	}
 	p.pending = nil
+	// The trajectory keeps every prompt: one a strategy did not record is the one it last sent.
+	if len(a.Prompt) == 0 && p.asked != nil {
+		a.Prompt = p.asked.Messages
+		if a.Temperature == 0 && p.asked.Params.Temperature != nil {
+			a.Temperature = *p.asked.Params.Temperature
+		}
+	}
+	p.asked = nil
 	p.mu.Unlock()
 	model, backend, strategy, target := p.arm.Parts()
 	rec := &store.AttemptRecord{Study: p.study, Task: p.task.ID, Model: model, Arm: p.armKey, Backend: backend, Strategy: strategy,
