@@ -119,6 +119,13 @@ func (a *app) studyStatusCmd() *cobra.Command {
 				}
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
+			} else if out.Done > 0 {
+				// Run by a kbplatform that did not record its runs' state: what is stored says
+				// only how far it got.
+				out.State = "stopped"
+				if out.Done == out.Total {
+					out.State = "finished"
+				}
 			}
 			if asJSON {
 				return printJSON(a.out, out)
