@@ -43,8 +43,9 @@ func (a *app) showTrajectory(st *store.Store, id, task string, asJSON bool) erro
 	}
 	labels := map[string]string{}
 	order := map[string]int{}
+	armLabels := spec.ArmLabels()
 	for i, arm := range spec.Arms() {
-		labels[arm.Key()] = spec.ArmLabels()[i]
+		labels[arm.Key()] = armLabels[i]
 		order[arm.Key()] = i
 	}
 	steps := make([]trajectoryStep, 0, len(atts))

@@ -296,6 +296,9 @@ launch:
 			begin := time.Now()
 			res, err := strategy.Run(ctx, sdk.RunRequest{Task: u.task, Budget: spec.Budget, Seed: a.Seed, Study: id}, p)
 			o := &rep.Outcomes[u.out]
+			gens, evs, tokens, cost := p.meter.totals()
+			// A failed unit's time and spend count against the study budget too.
+			limit.add(begin, time.Now(), cost)
 			if err != nil {
 				o.Error = err.Error()
 				tr.end(u.label, time.Since(begin), false)
@@ -303,8 +306,6 @@ launch:
 				publish("", "")
 				return
 			}
-			gens, evs, tokens, cost := p.meter.totals()
-			limit.add(begin, time.Now(), cost)
 			model, backend, strat, target := a.Parts()
 			if perr := d.Store.PutUnit(store.Unit{Study: id, Task: u.key, Attempts: res.Attempts, BestEvaluation: res.BestEvaluation,
 				Note: res.Note, StartedAt: begin.UTC(), FinishedAt: time.Now().UTC(), TaskID: u.task.ID, Arm: a.Key(), Model: model,
