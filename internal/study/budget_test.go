@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbplatform/kbplatform/internal/store"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
@@ -133,5 +134,42 @@ func TestETA(t *testing.T) {
 	}
 	if got := eta(1, 2, 20*time.Second, 4); got != 10*time.Second {
 		t.Errorf("one left: %v", got)
+	}
+}
+
+// A resumed study counts what its earlier runs spent, cached replies priced like fresh ones, and
+// the union of its finished units' run times.
+func TestStudyLimitCountsEarlierRuns(t *testing.T) {
+	st := openStore(t)
+	id := "0123456789abcdef0123"
+	for _, cached := range []bool{false, true} {
+		if err := st.PutCall(&store.CallRecord{Study: id, Task: "a", Model: "m", Cached: cached, Usage: sdk.Usage{PromptTokens: 100},
+			At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	price := func(c store.CallRecord) float64 { return float64(c.Usage.PromptTokens) / 100 } // $1 a call
+	l, err := newStudyLimit(st, id, StudyBudget{CostUSD: 2}, price)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := l.reached(); why == "" {
+		t.Errorf("$2 of $2 spent in an earlier run, not reached (cost %v)", l.cost)
+	}
+	l, _ = newStudyLimit(st, id, StudyBudget{CostUSD: 2.5}, price)
+	if why := l.reached(); why != "" {
+		t.Errorf("$2 of $2.50: %s", why)
+	}
+	past := time.Now().Add(-time.Hour)
+	if err := st.PutUnit(store.Unit{Study: id, Task: "x/a", StartedAt: past, FinishedAt: past.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = newStudyLimit(st, id, StudyBudget{Seconds: 59}, price)
+	if l.reached() == "" {
+		t.Error("an earlier run's minute does not count against 59 s")
+	}
+	l, _ = newStudyLimit(st, id, StudyBudget{Seconds: 61}, price)
+	if why := l.reached(); why != "" {
+		t.Errorf("a minute of 61 s: %s", why)
 	}
 }

@@ -205,7 +205,19 @@ func Run(ctx context.Context, spec Spec, d Deps) (*Report, error) {
 		progress(fmt.Sprintf("%d of %d units done in an earlier run", n, tr.total))
 	}
 
-	limit, err := newStudyLimit(d.Store, id, spec.Limit)
+	// The study's spend is priced as the unit budget prices it, cached replies included, so that
+	// a resumed study counts what it counted before.
+	byLabel := map[string]*gateway.Gateway{}
+	for _, a := range arms {
+		byLabel[a.Model.Label()] = s.gateways[refKey(a.Model)+"\x00"+a.Model.Label()]
+	}
+	price := func(c store.CallRecord) float64 {
+		if g := byLabel[c.Model]; g != nil {
+			return g.Price(&sdk.GenerateResponse{Usage: c.Usage, Model: c.ProviderModel})
+		}
+		return c.CostUSD
+	}
+	limit, err := newStudyLimit(d.Store, id, spec.Limit, price)
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +368,7 @@ type studyLimit struct {
 	intervals [][2]time.Time
 }
 
-func newStudyLimit(st *store.Store, id string, b StudyBudget) (*studyLimit, error) {
+func newStudyLimit(st *store.Store, id string, b StudyBudget, price func(store.CallRecord) float64) (*studyLimit, error) {
 	l := &studyLimit{limit: b, start: time.Now()}
 	if b == (StudyBudget{}) {
 		return l, nil
@@ -366,7 +378,7 @@ func newStudyLimit(st *store.Store, id string, b StudyBudget) (*studyLimit, erro
 		return nil, err
 	}
 	for _, c := range calls {
-		l.cost += c.CostUSD
+		l.cost += price(c)
 	}
 	units, err := st.Units(id)
 	if err != nil {

@@ -69,7 +69,9 @@ type Spec struct {
 // StudyBudget bounds a whole study (0: unlimited): once it is spent no new unit starts; units
 // already running finish under their own budget.
 type StudyBudget struct {
-	CostUSD float64 `json:"cost_usd,omitempty"` // model spend of every run of the study, in dollars
+	// CostUSD is the model spend of every run of the study in dollars, priced as the unit budget
+	// prices it (cached replies at what they would cost).
+	CostUSD float64 `json:"cost_usd,omitempty"`
 	// Seconds is wall time: the union of the study's finished units' run times over all its runs,
 	// and the current run's.
 	Seconds float64 `json:"seconds,omitempty"`
