@@ -561,7 +561,7 @@ func (a *app) studyListCmd() *cobra.Command {
 				return printJSON(a.out, list)
 			}
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tCREATED (UTC)\tTASKS DONE\tARMS\tSTATE")
+			fmt.Fprintln(tw, "ID\tNAME\tCREATED (UTC)\tUNITS DONE\tARMS\tSTATE")
 			for _, l := range list {
 				state := l.State
 				if state == "" {

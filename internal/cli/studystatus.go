@@ -132,8 +132,12 @@ func (a *app) studyStatusCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.out, "study %s %s: %s, %d/%d units done\n", s.ID, s.Name, out.State, out.Done, out.Total)
 			if r := out.Run; r != nil {
-				fmt.Fprintf(a.out, "last run: pid %d on %s, started %s, updated %s ago\n", r.PID, r.Host, r.Started.Format("2006-01-02 15:04:05"),
-					time.Since(r.Updated).Round(time.Second))
+				last := "updated"
+				if out.State != "running" {
+					last = "last heard of"
+				}
+				fmt.Fprintf(a.out, "last run: pid %d on %s, started %s (UTC), %s %s ago\n", r.PID, r.Host, r.Started.Format("2006-01-02 15:04:05"),
+					last, time.Since(r.Updated).Round(time.Second))
 				if out.State == "running" {
 					fmt.Fprintf(a.out, "running: %d, failed: %d", len(r.Running), r.Failed)
 					if r.ETASeconds > 0 {
