@@ -51,7 +51,7 @@ func TestStudyAgainstOpenAICompatibleServer(t *testing.T) {
 	if body := srv.Body(0); body["model"] != "m" || body["temperature"] != 0.0 {
 		t.Errorf("request %v", body)
 	}
-	if !strings.Contains(lineWith(out, "openai"), "strategy/oneshot") {
+	if f := strings.Fields(lineWith(out, "openai ")); len(f) < 2 || f[1] != "oneshot" {
 		t.Errorf("no cost line for the model:\n%s", out)
 	}
 
@@ -161,7 +161,7 @@ prices:
 	for model, want := range map[string]string{"vllm:good": "0.000140", "vllm:prose": "0.000060"} {
 		found := false
 		for _, l := range strings.Split(out, "\n") {
-			if f := strings.Fields(l); len(f) > 2 && f[0] == model && f[1] == "strategy/oneshot" {
+			if f := strings.Fields(l); len(f) > 2 && f[0] == model && f[1] == "oneshot" {
 				found = f[len(f)-1] == want
 			}
 		}

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/kbplatform/kbplatform/internal/gateway"
 	"github.com/kbplatform/kbplatform/internal/registry"
@@ -22,68 +21,34 @@ import (
 
 func (a *app) studyCmd() *cobra.Command {
 	cmd := groupCmd("study", "Run studies (tasks × model × backend × strategy × target) through plugins")
-	cmd.AddCommand(a.studyRunCmd(), a.studyListCmd(), a.studyShowCmd())
-	cmd.AddCommand(a.studyReportCmd())
-	cmd.AddCommand(a.studyExportCmd())
+	cmd.AddCommand(a.studyRunCmd(), a.studyListCmd(), a.studyShowCmd(), a.studyStatusCmd(), a.studyReportCmd(), a.studyExportCmd())
 	return cmd
-}
-
-// studyFile is the YAML form of a study (`study run --file`); flags override it.
-type studyFile struct {
-	Name     string          `yaml:"name"`
-	Tasks    []string        `yaml:"tasks"`
-	Level    int             `yaml:"level"`
-	Size     string          `yaml:"size"`
-	Device   string          `yaml:"device"`
-	Model    pluginSetting   `yaml:"model"`
-	Models   []pluginSetting `yaml:"models"` // several models, each on every task
-	Backend  pluginSetting   `yaml:"backend"`
-	Strategy pluginSetting   `yaml:"strategy"`
-	Target   pluginSetting   `yaml:"target"`
-	Budget   sdk.Budget      `yaml:"budget"`
-	Seed     int64           `yaml:"seed"`
-}
-
-type pluginSetting struct {
-	Name   string         `yaml:"name"`
-	Config map[string]any `yaml:"config"`
-}
-
-func (p pluginSetting) ref(kind, def string, cfg json.RawMessage) study.PluginRef {
-	name := p.Name
-	if name == "" {
-		name = def
-	}
-	if !strings.Contains(name, "/") {
-		name = kind + "/" + name
-	}
-	if cfg == nil && p.Config != nil {
-		cfg, _ = json.Marshal(p.Config)
-	}
-	return study.PluginRef{Ref: name, Config: cfg}
 }
 
 func (a *app) studyRunCmd() *cobra.Command {
 	var file, name, backend, strategy, modelCfg, backendCfg, strategyCfg string
 	var models []string
 	var tasks, excludeFlags []string
-	var level, gens, evals int
+	var level, gens, evals, parallel int
+	var tokens int64
+	var seconds, cost, studySeconds, studyCost float64
 	var asJSON, noCache bool
 	cmd := &cobra.Command{
-		Use:   "run [--file study.yaml] [--tasks ID,...|--level N] --model M --backend B --strategy S",
-		Short: "Run (or resume) a study; finished tasks of the same study are skipped",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "run [FILE.yaml] [--tasks ID,...|--level N] [--model M --backend B --strategy S]",
+		Short: "Run (or resume) a study: every arm (model × backend × strategy × target × seed) on every task; finished units are skipped",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if file != "" && file != args[0] {
+					return fmt.Errorf("two study files: %s and --file %s", args[0], file)
+				}
+				file = args[0]
+			}
 			var f studyFile
 			if file != "" {
-				b, err := os.ReadFile(file)
-				if err != nil {
+				var err error
+				if f, err = readStudyFile(file); err != nil {
 					return err
-				}
-				dec := yaml.NewDecoder(strings.NewReader(string(b)))
-				dec.KnownFields(true)
-				if err := dec.Decode(&f); err != nil {
-					return studyFileError(file, err)
 				}
 			}
 			flag := func(n string) bool { return cmd.Flags().Changed(n) }
@@ -91,10 +56,13 @@ func (a *app) studyRunCmd() *cobra.Command {
 				f.Name = name
 			}
 			if flag("tasks") {
-				f.Tasks = tasks
+				f.Tasks = taskSelection{IDs: tasks}
 			}
 			if flag("level") {
 				f.Level = level
+				if !flag("tasks") {
+					f.Tasks = taskSelection{}
+				}
 			}
 			if flag("model") {
 				f.Model, f.Models = pluginSetting{Name: models[0]}, nil
@@ -106,16 +74,26 @@ func (a *app) studyRunCmd() *cobra.Command {
 				}
 			}
 			if flag("backend") {
-				f.Backend.Name = backend
+				f.Backend, f.Backends = pluginSetting{Name: backend}, nil
 			}
 			if flag("strategy") {
-				f.Strategy.Name = strategy
+				f.Strategy, f.Strategies = pluginSetting{Name: strategy}, nil
 			}
-			if flag("budget-generations") {
-				f.Budget.Generations = gens
-			}
-			if flag("budget-evaluations") {
-				f.Budget.Evaluations = evals
+			for n, set := range map[string]func(){
+				"budget-generations": func() { f.Budget.Generations = gens },
+				"budget-evaluations": func() { f.Budget.Evaluations = evals },
+				"budget-tokens":      func() { f.Budget.Tokens = tokens },
+				"budget-seconds":     func() { f.Budget.Seconds = seconds },
+				"budget-cost":        func() { f.Budget.CostUSD = cost },
+				"study-budget-seconds": func() {
+					f.StudyBudget.Seconds = studySeconds
+				},
+				"study-budget-cost": func() { f.StudyBudget.CostUSD = studyCost },
+				"parallel":          func() { f.Parallel = parallel },
+			} {
+				if flag(n) {
+					set()
+				}
 			}
 			rawOrNil := func(s string) (json.RawMessage, error) {
 				if s == "" {
@@ -138,25 +116,35 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.Model.Name == "" && len(f.Models) == 0 {
-				return fmt.Errorf("a study needs a model (--model, or model: in --file)")
+			if f.Model.Name == "" && f.Model.Ref == "" && len(f.Models) == 0 {
+				return fmt.Errorf("a study needs a model (--model, or model: / models: in the study file)")
 			}
 			if len(f.Models) > 0 && mc != nil {
-				return fmt.Errorf("--model-config applies to one model; give several models their settings in kbplatform.yaml (models:)")
+				return fmt.Errorf("--model-config applies to one model; give several models their settings in kbplatform.yaml (models:) or the study file")
+			}
+			if len(f.Strategies) > 0 && sc != nil {
+				return fmt.Errorf("--strategy-config applies to one strategy; give each of the study file's strategies its config:")
+			}
+			if len(f.Backends) > 0 && bc != nil {
+				return fmt.Errorf("--backend-config applies to backend:; give each of the study file's backends its config:")
 			}
 			ms, err := a.loadModelSettings()
 			if err != nil {
 				return err
 			}
 			resolve := func(p pluginSetting, cfg json.RawMessage) (study.PluginRef, error) {
-				if p.Name == "" {
-					return study.PluginRef{}, fmt.Errorf("a model needs a name")
-				}
 				if cfg == nil && p.Config != nil {
 					var err error
 					if cfg, err = json.Marshal(p.Config); err != nil {
 						return study.PluginRef{}, err
 					}
+				}
+				if p.Ref != "" {
+					r, err := ms.modelRef(p.Ref, cfg)
+					if p.Name != "" {
+						r.Name = p.Name
+					}
+					return r, err
 				}
 				return ms.modelRef(p.Name, cfg)
 			}
@@ -183,12 +171,16 @@ func (a *app) studyRunCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if len(f.Tasks) == 0 {
+			taskIDs, err := f.Tasks.resolve(reg)
+			if err != nil {
+				return err
+			}
+			if len(taskIDs) == 0 {
 				if f.Level == 0 {
-					return fmt.Errorf("a study needs tasks (--tasks or --level)")
+					return fmt.Errorf("a study needs tasks (--tasks or --level, or tasks: in the study file)")
 				}
 				for _, t := range reg.List(registry.Filter{Level: f.Level, Origin: registry.OriginSuite}) {
-					f.Tasks = append(f.Tasks, t.ID)
+					taskIDs = append(taskIDs, t.ID)
 				}
 			}
 			pm := a.pluginManager(ms.keyVariables(append([]study.PluginRef{modelRef}, modelRefs...))...)
@@ -217,7 +209,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 			}
 			var cts []sdk.Task
 			var rts []*registry.Task
-			for _, id := range f.Tasks {
+			for _, id := range taskIDs {
 				t, err := reg.Get(id)
 				if err != nil {
 					return err
@@ -235,31 +227,96 @@ func (a *app) studyRunCmd() *cobra.Command {
 					}
 				}
 			}
-			targetRef := f.Target.ref("target", a.v.GetString("target"), nil)
-			if targetRef.Ref == "target/local" && targetRef.Config == nil {
-				targetRef.Config = a.targetConfig()
+			localConfig := func(r study.PluginRef) study.PluginRef {
+				if r.Ref == "target/local" && r.Config == nil {
+					r.Config = a.targetConfig()
+				}
+				return r
 			}
-			backends, err := backendRefs(f.Backend, bc)
+			if f.Target.Name == "" && f.Target.Ref == "" {
+				f.Target.Name = a.v.GetString("target")
+			}
+			targetRef, err := f.Target.plainRef("target", "local")
 			if err != nil {
 				return err
 			}
+			targetRef = localConfig(targetRef)
+			strategyRef, err := f.Strategy.plainRef("strategy", "oneshot")
+			if err != nil {
+				return err
+			}
+			if sc != nil {
+				strategyRef.Config = sc
+			}
+			base := study.Spec{
+				Name: f.Name, Tasks: taskIDs, Size: size, Device: device, Seed: f.Seed, Contract: a.cfg.Contract,
+				ContractVersion: contractVersion, Model: modelRef, Models: modelRefs, Strategy: strategyRef, Target: targetRef,
+				Budget: sdk.Budget{Generations: f.Budget.Generations, Evaluations: f.Budget.Evaluations, Tokens: f.Budget.Tokens,
+					Seconds: f.Budget.Seconds, CostUSD: f.Budget.CostUSD},
+				Limit: study.StudyBudget{Seconds: f.StudyBudget.Seconds, CostUSD: f.StudyBudget.CostUSD},
+			}
+			var specs []study.Spec
+			if f.arms() {
+				// One study of several arms.
+				if base.Backends, err = plainRefs("backend", f.Backends); err != nil {
+					return err
+				}
+				if len(base.Backends) == 0 {
+					if strings.Contains(f.Backend.Name, ",") {
+						return fmt.Errorf("backend: %q: in a study of arms, list several backends under backends:", f.Backend.Name)
+					}
+					if base.Backend, err = f.Backend.plainRef("backend", "cpp"); err != nil {
+						return err
+					}
+					if bc != nil {
+						base.Backend.Config = bc
+					}
+				}
+				if base.Strategies, err = plainRefs("strategy", f.Strategies); err != nil {
+					return err
+				}
+				if base.Targets, err = plainRefs("target", f.Targets); err != nil {
+					return err
+				}
+				for i := range base.Targets {
+					base.Targets[i] = localConfig(base.Targets[i])
+				}
+				base.Seeds = f.Seeds
+				specs = append(specs, base)
+			} else {
+				// Several backends given as `a,b` compare side by side: one study each, as before arms.
+				backends, err := backendRefs(f.Backend, bc)
+				if err != nil {
+					return err
+				}
+				for _, b := range backends {
+					s := base
+					s.Backend = b
+					specs = append(specs, s)
+				}
+			}
+			units := f.Parallel
+			if units == 0 {
+				// On a CPU target the model and strategy plugins of a second unit would share the
+				// processor a timing runs on; on a GPU only the device must be kept to one timing.
+				units = 1
+				if device != "cpu" {
+					units = 4
+				}
+			}
 			var reports []*study.Report
 			var runErr error
-			for _, backendRef := range backends {
-				spec := study.Spec{
-					Name: f.Name, Tasks: f.Tasks, Size: size, Device: device, Budget: f.Budget, Seed: f.Seed, Contract: a.cfg.Contract,
-					ContractVersion: contractVersion,
-					Model:           modelRef,
-					Models:          modelRefs,
-					Backend:         backendRef,
-					Strategy:        f.Strategy.ref("strategy", "oneshot", sc),
-					Target:          targetRef,
-				}
-				a.progress("study %s: %d tasks, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), modelLabels(spec), spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, device)
+			for _, spec := range specs {
+				arms := spec.Arms()
+				a.progress("study %s: %d tasks × %d arms, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), len(arms), modelLabels(spec),
+					partLabels(spec, 1), partLabels(spec, 2), partLabels(spec, 3), device)
 				start := time.Now()
-				rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm, Progress: func(m string) {
-					a.progress("%5.1fs %s", time.Since(start).Seconds(), m)
-				}, Gateway: ms.gatewayOptions(noCache), Limiters: gateway.NewLimiters()})
+				bar := newStudyBar(a.errOut, a.cfg.Quiet, spec.ID())
+				rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm,
+					Progress: func(m string) { bar.line(fmt.Sprintf("· %5.1fs %s", time.Since(start).Seconds(), m)) },
+					Status:   bar.status, Gateway: ms.gatewayOptions(noCache), Limiters: gateway.NewLimiters(),
+					Parallel: units, CompileWorkers: a.cfg.CompileWorkers})
+				bar.finish()
 				if rep != nil && len(excludeFlags) > 0 {
 					rep.ExcludeFlags = excludeFlags
 					if serr := study.Summarize(st, rep); serr != nil && err == nil {
@@ -273,13 +330,16 @@ func (a *app) studyRunCmd() *cobra.Command {
 					err = fmt.Errorf("%s: %w", configSource(err, file, map[string]bool{"model": mc != nil, "backend": bc != nil, "strategy": sc != nil}), err)
 				}
 				if err != nil {
-					runErr = fmt.Errorf("%s: %w", backendRef.Ref, err)
+					runErr = fmt.Errorf("%s: %w", spec.Backend.Ref, err)
+					if len(specs) == 1 {
+						runErr = err
+					}
 					break
 				}
 			}
 			switch {
 			case len(reports) == 0:
-			case asJSON && len(backends) == 1:
+			case asJSON && len(specs) == 1:
 				_ = printJSON(a.out, reports[0])
 			case asJSON:
 				_ = printJSON(a.out, reports)
@@ -299,6 +359,9 @@ func (a *app) studyRunCmd() *cobra.Command {
 				return runErr
 			}
 			for _, rep := range reports {
+				if rep.Stopped != "" {
+					return exitError{code: 3, msg: rep.Stopped}
+				}
 				for _, o := range rep.Outcomes {
 					if o.Error != "" {
 						return exitError{code: 3, msg: "some tasks did not finish; run the same study again to retry them"}
@@ -309,7 +372,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&file, "file", "", "study file (YAML: name, tasks, level, size, device, model/backend/strategy/target {name, config}, budget, seed)")
+	f.StringVar(&file, "file", "", "study file (the same as the FILE.yaml argument; see docs/strategies.md)")
 	f.StringVar(&name, "name", "", "a name for the study")
 	f.StringSliceVar(&tasks, "tasks", nil, "task ids")
 	f.IntVar(&level, "level", 0, "all suite tasks of a level")
@@ -320,40 +383,37 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.StringVar(&backendCfg, "backend-config", "", `backend settings as JSON; with several backends, an object by backend name ({"cutlass": {...}})`)
 	f.StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p (repeatable: torch_delegation, no_custom_kernel, ...)")
 	f.StringVar(&strategyCfg, "strategy-config", "", "strategy settings as JSON")
-	f.IntVar(&gens, "budget-generations", 0, "model completions per task (0: unlimited)")
-	f.IntVar(&evals, "budget-evaluations", 0, "evaluations per task (0: unlimited)")
+	f.IntVar(&gens, "budget-generations", 0, "model completions per unit (0: unlimited)")
+	f.IntVar(&evals, "budget-evaluations", 0, "evaluations per unit (0: unlimited)")
+	f.Int64Var(&tokens, "budget-tokens", 0, "prompt and completion tokens per unit (0: unlimited)")
+	f.Float64Var(&seconds, "budget-seconds", 0, "wall time per unit in seconds (0: unlimited)")
+	f.Float64Var(&cost, "budget-cost", 0, "model spend per unit in dollars (0: unlimited)")
+	f.Float64Var(&studySeconds, "study-budget-seconds", 0, "wall time of the whole study over all its runs; no unit starts after it (0: unlimited)")
+	f.Float64Var(&studyCost, "study-budget-cost", 0, "model spend of the whole study in dollars; no unit starts after it (0: unlimited)")
+	f.IntVar(&parallel, "parallel", 0, "units run at once (default 1 on a CPU, 4 on a GPU); evaluations still take each device one at a time")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&noCache, "no-cache", false, "send every model request even when the response cache holds its reply")
 	addContractFlags(cmd)
 	return cmd
 }
 
-func modelLabels(spec study.Spec) string {
+func modelLabels(spec study.Spec) string { return partLabels(spec, 0) }
+
+// partLabels lists the distinct labels of one part of the study's arms: 0 models, 1 backends,
+// 2 strategies, 3 targets (plugin refs, or the names given to configurations).
+func partLabels(spec study.Spec, part int) string {
 	var out []string
-	for _, r := range spec.ModelRefs() {
-		out = append(out, r.Label())
+	for _, a := range spec.Arms() {
+		r := []study.PluginRef{a.Model, a.Backend, a.Strategy, a.Target}[part]
+		l := r.Label()
+		if part > 0 && r.Name == "" {
+			l = r.Ref
+		}
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
 	}
 	return strings.Join(out, ", ")
-}
-
-// studyFileKeys are the keys a study file may hold.
-var studyFileKeys = []string{"name", "tasks", "level", "size", "device", "model", "backend", "strategy", "target", "budget", "seed",
-	"model.name", "model.config", "backend.name", "backend.config", "strategy.name", "strategy.config", "target.name", "target.config",
-	"budget.generations", "budget.evaluations"}
-
-var yamlUnknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
-
-// studyFileError names the file, and for an unknown key the key probably meant.
-func studyFileError(file string, err error) error {
-	m := yamlUnknownField.FindStringSubmatch(err.Error())
-	if m == nil {
-		return fmt.Errorf("study file %s: %w", file, err)
-	}
-	msg := fmt.Sprintf("study file %s: line %s: unknown key %q", file, m[1], m[2])
-	if n := sdk.Nearest(m[2], studyFileKeys); n != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", n)
-	}
-	return errors.New(msg)
 }
 
 // configSource names where the settings a plugin refused came from: its --KIND-config flag or
@@ -371,10 +431,15 @@ func configSource(err error, file string, fromFlag map[string]bool) string {
 }
 
 func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
-	multi := len(rep.Spec.Models) > 0
+	multi := len(rep.Spec.Arms()) > 1
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if multi {
-		fmt.Fprint(tw, "MODEL\t")
+		// A study that compares models only names its arms by model, as before arms.
+		col := "ARM"
+		if armsAreModels(rep.Spec) {
+			col = "MODEL"
+		}
+		fmt.Fprint(tw, col+"\t")
 	}
 	fmt.Fprintln(tw, "TASK\tSTATUS\tATTEMPTS\tCORRECT\tBEST SPEEDUP\tBEST EVALUATION\tREASON")
 	for _, o := range rep.Outcomes {
@@ -406,14 +471,14 @@ func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 			reason = "-"
 		}
 		if multi {
-			fmt.Fprintf(tw, "%s\t", o.Model)
+			fmt.Fprintf(tw, "%s\t", o.Arm)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.Task, status, o.Attempts, correct, speed, best, firstLines(reason, 1, 100)[0])
 	}
 	tw.Flush()
 	if multi {
-		models, by := study.ByModel(rep.Outcomes)
-		for _, m := range models {
+		arms, by := study.ByArm(rep.Outcomes)
+		for _, m := range arms {
 			o := by[m]
 			fmt.Fprintf(w, "%s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", m,
 				study.FastP(o, 0), study.FastP(o, 1), study.FastP(o, 1.5), study.FastP(o, 2), study.Judged(o))
@@ -429,10 +494,39 @@ func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 	if len(rep.ExcludeFlags) > 0 {
 		fmt.Fprintf(w, "results flagged %s are left out\n", strings.Join(rep.ExcludeFlags, ", "))
 	}
+	if rep.Stopped != "" {
+		fmt.Fprintln(w, rep.Stopped)
+	}
+}
+
+// armsAreModels reports whether the study's arms differ in their model only.
+func armsAreModels(spec study.Spec) bool {
+	arms := spec.Arms()
+	for _, a := range arms[1:] {
+		if a.Backend.Ref != arms[0].Backend.Ref || a.Strategy.Label() != arms[0].Strategy.Label() || a.Target.Ref != arms[0].Target.Ref ||
+			a.Seed != arms[0].Seed || a.Key() == arms[0].Key() {
+			return false
+		}
+	}
+	return true
+}
+
+// studyListing is one study of `study list --json`.
+type studyListing struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	Tasks     int       `json:"tasks"`
+	Arms      int       `json:"arms"`
+	Units     int       `json:"units"`
+	Done      int       `json:"done"`
+	// State is the latest run's (running, finished, stopped, budget), when one was recorded.
+	State string `json:"state,omitempty"`
 }
 
 func (a *app) studyListCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List stored studies",
 		Args:  cobra.NoArgs,
@@ -446,25 +540,49 @@ func (a *app) studyListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tCREATED (UTC)\tTASKS DONE")
+			list := []studyListing{}
 			for _, s := range studies {
 				var spec study.Spec
-				_ = json.Unmarshal(s.Spec, &spec)
-				units, _ := st.Units(s.ID)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\n", s.ID, s.Name, s.CreatedAt.Format("2006-01-02 15:04"), len(units), len(spec.Tasks)*len(spec.ModelRefs()))
+				if err := json.Unmarshal(s.Spec, &spec); err != nil {
+					return fmt.Errorf("study %s: stored spec: %w", s.ID, err)
+				}
+				units, err := st.Units(s.ID)
+				if err != nil {
+					return err
+				}
+				l := studyListing{ID: s.ID, Name: s.Name, CreatedAt: s.CreatedAt, Tasks: len(spec.Tasks), Arms: len(spec.Arms()),
+					Units: len(spec.Tasks) * len(spec.Arms()), Done: len(units)}
+				if r, err := st.LastStudyRun(s.ID); err == nil {
+					l.State = runState(r)
+				}
+				list = append(list, l)
+			}
+			if asJSON {
+				return printJSON(a.out, list)
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tCREATED (UTC)\tUNITS DONE\tARMS\tSTATE")
+			for _, l := range list {
+				state := l.State
+				if state == "" {
+					state = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\n", l.ID, l.Name, l.CreatedAt.Format("2006-01-02 15:04"), l.Done, l.Units, l.Arms, state)
 			}
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }
 
 func (a *app) studyShowCmd() *cobra.Command {
 	var asJSON bool
 	var excludeFlags []string
+	var task string
 	cmd := &cobra.Command{
-		Use:   "show ID [ID...]",
-		Short: "Show a study's outcome per task and its fast_p; several studies side by side",
+		Use:   "show ID [ID...] [--task T]",
+		Short: "Show a study's outcome per task and its fast_p; several studies side by side; one task's trajectory with --task",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.openStore()
@@ -472,6 +590,12 @@ func (a *app) studyShowCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
+			if task != "" {
+				if len(args) > 1 {
+					return fmt.Errorf("--task shows one study's trajectory; give one study id")
+				}
+				return a.showTrajectory(st, args[0], task, asJSON)
+			}
 			var reps []*study.Report
 			var studies []*store.Study
 			for _, id := range args {
@@ -504,8 +628,8 @@ func (a *app) studyShowCmd() *cobra.Command {
 				return nil
 			}
 			s, spec := studies[0], reps[0].Spec
-			fmt.Fprintf(a.out, "study %s %s: %s + %s + %s on %s (%s), budget %d generations / %d evaluations\n", s.ID, s.Name,
-				modelLabels(spec), spec.Backend.Ref, spec.Strategy.Ref, spec.Target.Ref, spec.Device, spec.Budget.Generations, spec.Budget.Evaluations)
+			fmt.Fprintf(a.out, "study %s %s: %s + %s + %s on %s (%s), budget %s per unit\n", s.ID, s.Name,
+				modelLabels(spec), partLabels(spec, 1), partLabels(spec, 2), partLabels(spec, 3), spec.Device, budgetText(spec.Budget))
 			renderStudy(a.out, reps[0])
 			if calls, err := st.Calls(s.ID); err == nil && len(calls) > 0 {
 				renderCosts(a.out, gateway.Costs(calls))
@@ -515,5 +639,30 @@ func (a *app) studyShowCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt and model call, for one study)")
 	cmd.Flags().StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p (repeatable)")
+	cmd.Flags().StringVar(&task, "task", "", "print this task's trajectory: every attempt of every arm, its feedback, reply and verdict")
 	return cmd
+}
+
+// budgetText is a unit budget in words.
+func budgetText(b sdk.Budget) string {
+	var parts []string
+	if b.Generations > 0 {
+		parts = append(parts, fmt.Sprintf("%d generations", b.Generations))
+	}
+	if b.Evaluations > 0 {
+		parts = append(parts, fmt.Sprintf("%d evaluations", b.Evaluations))
+	}
+	if b.Tokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", b.Tokens))
+	}
+	if b.Seconds > 0 {
+		parts = append(parts, fmt.Sprintf("%gs", b.Seconds))
+	}
+	if b.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%g", b.CostUSD))
+	}
+	if len(parts) == 0 {
+		return "unlimited"
+	}
+	return strings.Join(parts, " / ")
 }

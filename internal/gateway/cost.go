@@ -33,3 +33,14 @@ func (pr Price) cost(u sdk.Usage) float64 {
 	fresh := u.PromptTokens - u.CachedPromptTokens
 	return (float64(fresh)*pr.Input + float64(u.CachedPromptTokens)*cachedRate + float64(u.CompletionTokens)*pr.Output) / 1e6
 }
+
+// Price is what a reply's usage costs at this model's prices (0 when unpriced), whether it came
+// from the provider or from the cache: a study's dollar budget counts what each arm's calls are
+// worth, so that a resumed or cached study keeps the budgets of a fresh one equal.
+func (g *Gateway) Price(resp *sdk.GenerateResponse) float64 {
+	if resp == nil {
+		return 0
+	}
+	usd, _ := g.o.Prices.Cost(resp.Usage, g.o.Name, resp.Model, g.provider)
+	return usd
+}

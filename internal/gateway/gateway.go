@@ -46,6 +46,9 @@ type Call struct {
 	Study    string
 	Task     string
 	Strategy string
+	// Arm separates the sample slots of two arms of a study asking the same question, so that
+	// which cached sample an arm gets does not depend on which arm ran first.
+	Arm string
 }
 
 // CallError is a failed call's error with the id of its record.
@@ -126,6 +129,9 @@ func (g *Gateway) Generate(ctx context.Context, c Call, req sdk.GenerateRequest)
 	// question twice wants two answers, and a repeated study asks in the same order.
 	sum := sha256.Sum256(reqJSON)
 	slot := c.Study + "\x00" + c.Task + "\x00" + hex.EncodeToString(sum[:])
+	if c.Arm != "" {
+		slot += "\x00" + c.Arm
+	}
 	g.mu.Lock()
 	first := g.samples[slot]
 	g.samples[slot] = first + req.N

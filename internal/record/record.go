@@ -45,6 +45,7 @@ type Attempt struct {
 	Err    error       // the target's own failure (a crash, a refused request)
 	Study  string
 	Model  string      // the study's model that wrote the kernel
+	Arm    string      // the study's arm (model × backend × strategy × target × seed) it belongs to
 	Issues []sdk.Issue // the backend's static-check findings on the kernel
 }
 
@@ -55,7 +56,7 @@ func (rc *Recorder) Record(ctx context.Context, a Attempt) (*store.Evaluation, e
 	if res.ErrorClass == sdk.ClassInterrupted {
 		return nil, ErrInterrupted
 	}
-	ev := &store.Evaluation{Target: TargetName(rc.Target, res.Device), Result: res, Study: a.Study, Model: a.Model, Issues: a.Issues, Blame: BlameOf(res)}
+	ev := &store.Evaluation{Target: TargetName(rc.Target, res.Device), Result: res, Study: a.Study, Model: a.Model, Arm: a.Arm, Issues: a.Issues, Blame: BlameOf(res)}
 	if res.Kernel.Hash != "" && res.Kernel.Source != "" {
 		k := store.KernelRecord{Hash: res.Kernel.Hash, Source: res.Kernel.Source, Name: res.Kernel.Name, FirstSeen: time.Now().UTC()}
 		if err := rc.Store.PutKernel(k); err != nil {

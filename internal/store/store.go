@@ -217,6 +217,7 @@ type Evaluation struct {
 	Result   *contract.Result `json:"result"`
 	Study    string           `json:"study,omitempty"`
 	Model    string           `json:"model,omitempty"` // the study's model that wrote the kernel
+	Arm      string           `json:"arm,omitempty"`   // the study's arm (AttemptRecord.Arm)
 	// Issues are the backend's static-check findings on the kernel, when a backend checked it.
 	Issues []sdk.Issue `json:"issues,omitempty"`
 	// Blame says whose failure it was: kernel, or (verdict error) task, platform, environment.
@@ -439,14 +440,32 @@ type Study struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
-// Unit is one finished (task, study) strategy run.
+// Unit is one finished strategy run of a study: one arm (model × backend × strategy × target ×
+// seed) on one task.
 type Unit struct {
-	Study          string    `json:"study"`
+	Study string `json:"study"`
+	// Task is the unit's key within the study (UnitDone, PutUnit): the arm's key and the task id
+	// in a study of arms, the task id (or "task @ model") in studies stored before arms.
 	Task           string    `json:"task"`
 	Attempts       int       `json:"attempts"`
 	BestEvaluation string    `json:"best_evaluation,omitempty"`
 	Note           string    `json:"note,omitempty"`
 	FinishedAt     time.Time `json:"finished_at"`
+	// The arm and task the unit ran, as AttemptRecord names them; TaskID is the task's id.
+	TaskID   string `json:"task_id,omitempty"`
+	Arm      string `json:"arm,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Backend  string `json:"backend,omitempty"`
+	Strategy string `json:"strategy,omitempty"`
+	Target   string `json:"target,omitempty"`
+	Seed     int64  `json:"seed,omitempty"`
+	// StartedAt and FinishedAt bound the run: a study's wall-time budget counts their union.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// Spent is what the run used: model calls, tokens, dollars, evaluations.
+	Generations int     `json:"generations,omitempty"`
+	Evaluations int     `json:"evaluations,omitempty"`
+	Tokens      int64   `json:"tokens,omitempty"`
+	CostUSD     float64 `json:"cost_usd,omitempty"`
 }
 
 // AttemptRecord is one step of a strategy's search.

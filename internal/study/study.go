@@ -8,18 +8,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
-	"github.com/kbplatform/kbplatform/internal/gateway"
-	"github.com/kbplatform/kbplatform/internal/plugins"
 	"github.com/kbplatform/kbplatform/internal/record"
-	"github.com/kbplatform/kbplatform/internal/registry"
 	"github.com/kbplatform/kbplatform/internal/store"
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -57,9 +51,30 @@ type Spec struct {
 	Budget   sdk.Budget  `json:"budget"`
 	Seed     int64       `json:"seed"`
 	Contract sdk.Config  `json:"contract"`
+	// Backends, Strategies, Targets and Seeds, when a study compares several, replace Backend,
+	// Strategy, Target and Seed: the study runs their cross product with its models (Arms). A
+	// spec with none of them has the id and unit keys it had before arms existed.
+	Backends   []PluginRef `json:"backends,omitempty"`
+	Strategies []PluginRef `json:"strategies,omitempty"`
+	Targets    []PluginRef `json:"targets,omitempty"`
+	Seeds      []int64     `json:"seeds,omitempty"`
+	// Limit bounds the whole study. It is not part of the id: a study it stopped resumes under a
+	// bigger one.
+	Limit StudyBudget `json:"study_budget,omitzero"`
 	// ContractVersion is the version of the contract the target runs (its `contract:` capability).
 	// It is part of the id: a study under a new contract starts afresh and reuses nothing.
 	ContractVersion string `json:"contract_version,omitempty"`
+}
+
+// StudyBudget bounds a whole study (0: unlimited): once it is spent no new unit starts; units
+// already running finish under their own budget.
+type StudyBudget struct {
+	// CostUSD is the model spend of every run of the study in dollars, priced as the unit budget
+	// prices it (cached replies at what they would cost).
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Seconds is wall time: the union of the study's finished units' run times over all its runs,
+	// and the current run's.
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // ContractOf reads the contract version a target advertises ("" when it names none).
@@ -79,12 +94,15 @@ func ContractOf(hw *sdk.Hardware) string {
 func (s Spec) ID() string {
 	c := s
 	c.Name = ""
+	c.Limit = StudyBudget{}
 	c.Tasks = append([]string(nil), s.Tasks...)
 	sort.Strings(c.Tasks)
-	c.Models = append([]PluginRef(nil), s.Models...)
 	refs := []*PluginRef{&c.Model, &c.Backend, &c.Strategy, &c.Target}
-	for i := range c.Models {
-		refs = append(refs, &c.Models[i])
+	for _, list := range []*[]PluginRef{&c.Models, &c.Backends, &c.Strategies, &c.Targets} {
+		*list = append([]PluginRef(nil), *list...)
+		for i := range *list {
+			refs = append(refs, &(*list)[i])
+		}
 	}
 	for _, r := range refs {
 		r.Config = canonical(r.Config)
@@ -105,28 +123,37 @@ func (s Spec) ModelRefs() []PluginRef {
 // multi reports whether outcomes, units and records are kept per model.
 func (s Spec) multi() bool { return len(s.Models) > 0 }
 
-// unitKey names a finished (task, model) run: the task alone in a one-model study, as before
-// models could be several.
-func (s Spec) unitKey(task, model string) string {
-	if !s.multi() {
-		return task
+// recordKey is the unit key of a stored attempt or evaluation: by its arm, or in a spec of the
+// form before arms by its task and model.
+func (s Spec) recordKey(arm, task, model string) string {
+	if s.legacy() {
+		if !s.multi() {
+			return task
+		}
+		return task + " @ " + model
 	}
-	return task + " @ " + model
+	return arm + "/" + task
 }
 
-// EmptyReport is a report with one not-yet-run outcome per task and model.
+// EmptyReport is a report with one not-yet-run outcome per arm and task.
 func EmptyReport(id string, spec Spec) *Report {
 	rep := &Report{Study: id, Spec: spec}
-	for _, m := range spec.ModelRefs() {
+	labels := spec.ArmLabels()
+	for i, a := range spec.Arms() {
 		for _, t := range spec.Tasks {
-			o := TaskOutcome{Task: t}
-			if spec.multi() {
-				o.Model = m.Label()
-			}
-			rep.Outcomes = append(rep.Outcomes, o)
+			rep.Outcomes = append(rep.Outcomes, spec.outcome(a, labels[i], t))
 		}
 	}
 	return rep
+}
+
+// outcome is an arm's not-yet-run outcome on a task.
+func (s Spec) outcome(a Arm, label, task string) TaskOutcome {
+	o := TaskOutcome{Task: task, Arm: label, Unit: s.UnitKey(a, task)}
+	if s.multi() {
+		o.Model = a.Model.Label()
+	}
+	return o
 }
 
 // canonical re-encodes JSON with sorted keys so that formatting does not change an id.
@@ -142,23 +169,14 @@ func canonical(raw json.RawMessage) json.RawMessage {
 	return b
 }
 
-// Deps are what a study run needs.
-type Deps struct {
-	Store    *store.Store
-	Registry *registry.Registry
-	Plugins  *plugins.Manager
-	Progress func(string)
-	// Gateway gives the host-side settings of a model's calls (limits, retries, prices, cache);
-	// nil: defaults. Name, plugin, settings and store are filled in by the study.
-	Gateway func(model PluginRef) gateway.Options
-	// Limiters are shared by every model of the process that talks to the same endpoint.
-	Limiters *gateway.Limiters
-}
-
 // TaskOutcome is one task's result in a study.
 type TaskOutcome struct {
-	Task        string  `json:"task"`
-	Model       string  `json:"model,omitempty"` // in a study of several models
+	Task  string `json:"task"`
+	Model string `json:"model,omitempty"` // in a study of several models
+	// Arm names the arm among the study's others (Spec.ArmLabels; "" in a study of one arm) and
+	// Unit is the unit's key.
+	Arm         string  `json:"arm,omitempty"`
+	Unit        string  `json:"unit"`
 	Done        bool    `json:"done"`
 	Skipped     bool    `json:"skipped,omitempty"` // done by an earlier run
 	Attempts    int     `json:"attempts"`
@@ -181,122 +199,8 @@ type Report struct {
 	// ExcludeFlags leaves results carrying any of these flags out of correctness, best speedup
 	// and so fast_p (they stay stored).
 	ExcludeFlags []string `json:"exclude_flags,omitempty"`
-}
-
-// Run executes the study; errors of single tasks are reported in their outcome, not returned.
-func Run(ctx context.Context, spec Spec, d Deps) (*Report, error) {
-	if len(spec.Tasks) == 0 {
-		return nil, errors.New("study has no tasks")
-	}
-	progress := d.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
-	id := spec.ID()
-	raw, _ := json.Marshal(spec)
-	if err := d.Store.PutStudy(store.Study{ID: id, Name: spec.Name, Spec: raw, CreatedAt: time.Now().UTC()}); err != nil {
-		return nil, err
-	}
-	tasks := make([]sdk.Task, 0, len(spec.Tasks))
-	for _, tid := range spec.Tasks {
-		t, err := d.Registry.Get(tid)
-		if err != nil {
-			return nil, err
-		}
-		ct, err := t.Contract(t.PickSize(spec.Size, spec.Device))
-		if err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, ct)
-	}
-
-	host := &hostPlatform{store: d.Store}
-	target, err := d.Plugins.Start(ctx, spec.Target.Ref, spec.Target.Config, nil)
-	if err != nil {
-		return nil, fmt.Errorf("target: %w", err)
-	}
-	backend, err := d.Plugins.Start(ctx, spec.Backend.Ref, spec.Backend.Config, nil)
-	if err != nil {
-		return nil, fmt.Errorf("backend: %w", err)
-	}
-	strategy, err := d.Plugins.Start(ctx, spec.Strategy.Ref, spec.Strategy.Config, nil)
-	if err != nil {
-		return nil, fmt.Errorf("strategy: %w", err)
-	}
-	var gws []*gateway.Gateway
-	for _, ref := range spec.ModelRefs() {
-		model, err := d.Plugins.Start(ctx, ref.Ref, ref.Config, host)
-		if err != nil {
-			return nil, fmt.Errorf("model %s: %w", ref.Label(), err)
-		}
-		gopts := gateway.Options{Retry: gateway.DefaultRetry()}
-		if d.Gateway != nil {
-			gopts = d.Gateway(ref)
-		}
-		gopts.Name, gopts.Plugin, gopts.Config, gopts.Store = ref.Label(), ref.Ref, ref.Config, d.Store
-		// Replaying costs nothing: its replies are made again rather than cached.
-		gopts.Cacheable = !slices.Contains(model.Info().Capabilities, "deterministic")
-		if gopts.Log == nil {
-			gopts.Log = progress
-		}
-		gws = append(gws, gateway.New(model.Model(), gopts, d.Limiters))
-	}
-	hw, err := target.Target().Describe(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("target: %w", err)
-	}
-	recipe, err := backend.Backend().Recipe(ctx, hw)
-	if err != nil {
-		return nil, fmt.Errorf("backend recipe: %w", err)
-	}
-
-	rep := &Report{Study: id, Spec: spec}
-	refs := spec.ModelRefs()
-	total := len(tasks) * len(refs)
-	step := 0
-	for mi, ref := range refs {
-		for _, task := range tasks {
-			if ctx.Err() != nil {
-				break
-			}
-			step++
-			label := ref.Label()
-			out := TaskOutcome{Task: task.ID}
-			if spec.multi() {
-				out.Model = label
-			}
-			unit := spec.unitKey(task.ID, label)
-			done, err := d.Store.UnitDone(id, unit)
-			if err != nil {
-				return nil, err
-			}
-			if done {
-				out.Done, out.Skipped = true, true
-				rep.Outcomes = append(rep.Outcomes, out)
-				progress(fmt.Sprintf("[%d/%d] %s: done in an earlier run", step, total, unit))
-				continue
-			}
-			progress(fmt.Sprintf("[%d/%d] %s: %s with %s", step, total, task.ID, spec.Strategy.Ref, label))
-			p := &runPlatform{hostPlatform: host, study: id, task: task, spec: spec, hw: hw, recipe: recipe, modelName: label,
-				model: gws[mi], backend: backend.Backend(), target: target.Target(), targetName: spec.Target.Ref, progress: progress}
-			res, err := strategy.Strategy().Run(ctx, sdk.RunRequest{Task: task, Budget: spec.Budget, Seed: spec.Seed, Study: id}, p)
-			if err != nil {
-				out.Error = err.Error()
-				progress(fmt.Sprintf("[%d/%d] %s: %v", step, total, unit, err))
-			} else {
-				out.Done = true
-				if err := d.Store.PutUnit(store.Unit{Study: id, Task: unit, Attempts: res.Attempts, BestEvaluation: res.BestEvaluation,
-					Note: res.Note, FinishedAt: time.Now().UTC()}); err != nil {
-					return nil, err
-				}
-			}
-			rep.Outcomes = append(rep.Outcomes, out)
-		}
-	}
-	if err := Summarize(d.Store, rep); err != nil {
-		return nil, err
-	}
-	return rep, ctx.Err()
+	// Stopped says why units were left unstarted (the study's budget), if they were.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Summarize fills each outcome's correctness and best speedup from the stored evaluations, leaving
@@ -318,17 +222,11 @@ func Summarize(st *store.Store, rep *Report) error {
 	for _, u := range units {
 		done[u.Task] = u
 	}
-	// Outcomes are per task, or per task and model in a study of several models.
-	model := func(m string) string {
-		if rep.Spec.multi() {
-			return m
-		}
-		return ""
-	}
+	// Outcomes are per unit: arm and task.
 	idx := map[string]int{}
 	for i := range rep.Outcomes {
 		o := &rep.Outcomes[i]
-		key := rep.Spec.unitKey(o.Task, o.Model)
+		key := o.Unit
 		idx[key] = i
 		o.Attempts = 0
 		u, ok := done[key]
@@ -338,7 +236,7 @@ func Summarize(st *store.Store, rep *Report) error {
 		}
 	}
 	for _, a := range atts {
-		if i, ok := idx[rep.Spec.unitKey(a.Task, model(a.Model))]; ok {
+		if i, ok := idx[rep.Spec.recordKey(a.Arm, a.Task, a.Model)]; ok {
 			rep.Outcomes[i].Attempts++
 		}
 	}
@@ -348,7 +246,7 @@ func Summarize(st *store.Store, rep *Report) error {
 	blamed := map[int]string{}
 	last := map[int]string{}
 	for _, ev := range evs {
-		i, ok := idx[rep.Spec.unitKey(ev.Result.Task.ID, model(ev.Model))]
+		i, ok := idx[rep.Spec.recordKey(ev.Arm, ev.Result.Task.ID, ev.Model)]
 		if !ok {
 			continue
 		}
@@ -394,16 +292,16 @@ func Summarize(st *store.Store, rep *Report) error {
 	return nil
 }
 
-// ByModel splits outcomes by model, in the order models first appear.
-func ByModel(outcomes []TaskOutcome) (models []string, by map[string][]TaskOutcome) {
+// ByArm splits outcomes by arm, in the order arms first appear.
+func ByArm(outcomes []TaskOutcome) (arms []string, by map[string][]TaskOutcome) {
 	by = map[string][]TaskOutcome{}
 	for _, o := range outcomes {
-		if _, ok := by[o.Model]; !ok {
-			models = append(models, o.Model)
+		if _, ok := by[o.Arm]; !ok {
+			arms = append(arms, o.Arm)
 		}
-		by[o.Model] = append(by[o.Model], o)
+		by[o.Arm] = append(by[o.Arm], o)
 	}
-	return models, by
+	return arms, by
 }
 
 // describe is a one-line account of a verdict.
@@ -523,125 +421,4 @@ func (h *hostPlatform) StoredKernels(_ context.Context, q sdk.KernelQuery) ([]sd
 		}
 	}
 	return out, nil
-}
-
-// runPlatform is the Platform a strategy sees during the run of one task.
-type runPlatform struct {
-	*hostPlatform
-	study      string
-	task       sdk.Task
-	spec       Spec
-	hw         *sdk.Hardware
-	recipe     *sdk.BuildRecipe
-	model      *gateway.Gateway
-	backend    sdk.Backend
-	target     sdk.Target
-	targetName string
-	modelName  string
-	progress   func(string)
-	mu         sync.Mutex
-	gens, evs  int
-	pending    []string // calls made since the last recorded attempt
-}
-
-func (p *runPlatform) Prompt(ctx context.Context, variant, feedback string, history []sdk.Message) ([]sdk.Message, error) {
-	return p.backend.Prompt(ctx, sdk.PromptRequest{Task: p.task, Variant: variant, Hardware: p.hw, Feedback: feedback, History: history})
-}
-
-func (p *runPlatform) Extract(ctx context.Context, text string) (string, error) {
-	return p.backend.Extract(ctx, text)
-}
-
-func (p *runPlatform) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
-	if req.N < 1 {
-		req.N = 1
-	}
-	p.mu.Lock()
-	if b := p.spec.Budget.Generations; b > 0 && p.gens+req.N > b {
-		used := p.gens
-		p.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d of %d generations used, %d more asked", sdk.ErrBudgetExhausted, used, b, req.N)
-	}
-	p.gens += req.N
-	p.mu.Unlock()
-	req.TaskID = p.task.ID
-	resp, err := p.model.Generate(ctx, gateway.Call{Study: p.study, Task: p.task.ID, Strategy: p.spec.Strategy.Ref}, req)
-	var ce *gateway.CallError
-	p.mu.Lock()
-	switch {
-	case err == nil:
-		p.pending = append(p.pending, resp.CallIDs...)
-	case errors.As(err, &ce):
-		p.pending = append(p.pending, ce.ID)
-	}
-	p.mu.Unlock()
-	return resp, err
-}
-
-func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.Evaluation, error) {
-	p.mu.Lock()
-	if b := p.spec.Budget.Evaluations; b > 0 && p.evs+1 > b {
-		p.mu.Unlock()
-		return nil, fmt.Errorf("%w: all %d evaluations used", sdk.ErrBudgetExhausted, b)
-	}
-	p.evs++
-	n := p.evs
-	p.mu.Unlock()
-	issues, err := p.backend.Check(ctx, source, p.task)
-	if err != nil {
-		return nil, fmt.Errorf("static checks: %w", err)
-	}
-	h := sha256.Sum256([]byte(source))
-	label := name
-	if label == "" {
-		label = fmt.Sprintf("evaluation %d", n)
-	}
-	k := sdk.Kernel{Hash: hex.EncodeToString(h[:]), Source: source, Name: fmt.Sprintf("study %s %s: %s", p.study[:8], p.task.ID, label)}
-	var res *sdk.Result
-	if Rejection(issues) != "" {
-		// Rejected by the backend's rules: no build, no device time.
-		res = Rejected(p.task, k, p.spec.Device, issues)
-		p.progress("    rejected by static checks: " + firstLine(res.Message))
-	} else {
-		res, err = p.target.Evaluate(ctx, sdk.EvaluateRequest{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Recipe: p.recipe},
-			func(m string) { p.progress("    " + m) })
-		if err == nil && res != nil {
-			ApplyFlags(res, issues)
-		}
-	}
-	rec := &record.Recorder{Store: p.store, Target: p.targetName, Validator: p.target}
-	ev, rerr := rec.Record(ctx, record.Attempt{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Result: res, Err: err,
-		Study: p.study, Model: p.modelName, Issues: issues})
-	if errors.Is(rerr, record.ErrInterrupted) {
-		return nil, fmt.Errorf("%w: the evaluation was interrupted", context.Canceled)
-	}
-	if rerr != nil {
-		return nil, rerr
-	}
-	if err != nil {
-		// Stored as the platform's failure; the strategy cannot go on without its target.
-		return nil, fmt.Errorf("target (evaluation %s, no verdict): %w", ev.ID[:12], err)
-	}
-	res = ev.Result
-	return &sdk.Evaluation{ID: ev.ID, Result: res, Issues: issues}, nil
-}
-
-// Record stores an attempt and links the model calls behind it: those the strategy names, else
-// every call made since the previous attempt (a strategy that knows nothing of call ids, or a
-// generation that failed, still gets its calls linked).
-func (p *runPlatform) Record(_ context.Context, a sdk.Attempt) (string, error) {
-	p.mu.Lock()
-	if len(a.CallIDs) == 0 {
-		a.CallIDs = p.pending
-	}
-	p.pending = nil
-	p.mu.Unlock()
-	rec := &store.AttemptRecord{Study: p.study, Task: p.task.ID, Model: p.modelName, Attempt: a}
-	if err := p.store.PutAttempt(rec); err != nil {
-		return "", err
-	}
-	if err := p.store.LinkCalls(p.study, a.CallIDs, rec.ID); err != nil {
-		return "", err
-	}
-	return rec.ID, nil
 }
