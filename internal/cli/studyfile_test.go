@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // The bundled study files parse strictly and describe the cross product they say they do.
@@ -23,6 +27,20 @@ func TestBundledStudyFilesParse(t *testing.T) {
 		for _, r := range refs {
 			if r.Name == "" || !strings.HasPrefix(r.Ref, "strategy/") {
 				t.Errorf("%s: strategy %+v has no label or plugin", file, r)
+				continue
+			}
+			// Each strategy's settings are ones its plugin accepts (the file is run as it is).
+			mk, ok := builtins[r.Ref]
+			if !ok {
+				t.Errorf("%s: %s is not a built-in strategy", file, r.Ref)
+				continue
+			}
+			raw := r.Config
+			if len(raw) == 0 {
+				raw = json.RawMessage("{}")
+			}
+			if err := mk().Configure(context.Background(), sdk.Configuration{Raw: raw}); err != nil {
+				t.Errorf("%s: strategy %s refuses its settings %s: %v", file, r.Name, raw, err)
 			}
 		}
 	}
