@@ -92,6 +92,12 @@ func (o ownKernels) custom(name string) bool {
 	if !o.names[base] || slices.Contains(libraryNS, root) {
 		return false
 	}
+	if qual != "" {
+		// In a namespace of the candidate's own (its anonymous one, typically): library kernels
+		// with flat names never are, so a name the source defines is the source's, whatever its
+		// prefix (a CUTLASS kernel may well be called cutlass_relu_kernel).
+		return true
+	}
 	for _, p := range libraryPrefix {
 		if strings.HasPrefix(base, p) {
 			return false

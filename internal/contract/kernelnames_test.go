@@ -1,6 +1,9 @@
 package contract
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestKernelsOfSource(t *testing.T) {
 	src := `
@@ -56,10 +59,35 @@ func TestCustomKernel(t *testing.T) {
 		{cutlass, "bias_gelu(float*)", true},
 		{cutlass, "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", false},
 		{cuda, "void cutlass::Kernel<cutlass::gemm::kernel::Gemm<float> >(float)", false}, // no CUTLASS in this source
+		// Seen on the H200: an honest CUTLASS kernel with a library-like prefix in the anonymous
+		// namespace is the candidate's; the same name flat is ambiguous, and a library's.
+		{kernelsOf("#include <cutlass/array.h>\n__global__ void cutlass_relu_kernel(const float* x) {}"), "(anonymous namespace)::cutlass_relu_kernel(float const*, float*, long, bool)", true},
+		{kernelsOf("#include <cutlass/array.h>\n__global__ void cutlass_relu_kernel(const float* x) {}"), "cutlass_relu_kernel(float const*)", false},
 	}
 	for _, c := range cases {
 		if got := c.own.custom(c.name); got != c.want {
 			t.Errorf("custom(%.60q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The profiler passes some kernels on mangled (CUTLASS's templated GEMM on torch 2.11): they are
+// demangled before they are matched.
+func TestMangledKernelNames(t *testing.T) {
+	ev := workerEvidence{Rows: []evidenceRow{
+		{Name: "_ZN7cutlass6KernelINS_4gemm6kernel4GemmIfEEEEvNT_6ParamsE", Kind: "kernel"},
+		{Name: "_ZN12_GLOBAL__N_119cutlass_relu_kernelEPKfPflb", Kind: "kernel"},
+		{Name: "not_mangled_kernel", Kind: "kernel"},
+	}}
+	ev.demangle()
+	own := kernelsOf("#include <cutlass/gemm/device/gemm.h>\n__global__ void cutlass_relu_kernel(const float* x, float* y, int64_t n, bool v) {}")
+	want := []bool{true, true, false}
+	for i, row := range ev.Rows {
+		if strings.HasPrefix(row.Name, "_Z") {
+			t.Errorf("%q was not demangled", row.Name)
+		}
+		if got := own.custom(row.Name); got != want[i] {
+			t.Errorf("custom(%q) = %v, want %v", row.Name, got, want[i])
 		}
 	}
 }

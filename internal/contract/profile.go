@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ianlancetaylor/demangle"
 )
 
 // The runtime evidence of a correct candidate: one more call on trusted inputs, after timing and
@@ -94,6 +96,7 @@ func (r *evalRun) profile(k Kernel) {
 		r.res.Warnings = append(r.res.Warnings, "runtime evidence unreadable: "+err.Error())
 		return
 	}
+	ev.demangle()
 	var prec *measuredPrecision
 	if len(c.Precision) > 0 {
 		var p measuredPrecision
@@ -107,6 +110,15 @@ func (r *evalRun) profile(k Kernel) {
 		r.res.AddFlag(f)
 	}
 	r.res.Warnings = append(r.res.Warnings, evidenceWarnings(ev, r.res.Profile)...)
+}
+
+// demangle gives every kernel its demangled name: the profiler passes some on as the linker
+// wrote them (on torch 2.11, CUTLASS's templated kernels arrive as _ZN7cutlass6KernelI...), and
+// the names are matched against the candidate's source, and read by people, demangled.
+func (ev *workerEvidence) demangle() {
+	for i := range ev.Rows {
+		ev.Rows[i].Name = demangle.Filter(ev.Rows[i].Name)
+	}
 }
 
 // buildProfile turns the worker's rows into Result.Profile: on a GPU the device activity of the
