@@ -1,0 +1,169 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// doneSubject is where a worker says, on core NATS, that a job's result is stored; the submitter
+// wakes on it and reads the bucket (which it also polls, in case the word was lost).
+func doneSubject(id string) string { return "kbp.done." + id }
+
+// exhaustedSubject carries JetStream's advisory for a job that reached MaxDeliver.
+const exhaustedSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Stream + ".>"
+
+// Submitter publishes jobs and waits for their replies.
+type Submitter struct {
+	c *Conn
+
+	once sync.Once
+	mu   sync.Mutex
+	lost map[uint64]chan int // stream sequence → deliveries, for jobs that exhausted them
+	sub  *nats.Subscription
+}
+
+// NewSubmitter returns a submitter on c.
+func NewSubmitter(c *Conn) *Submitter { return &Submitter{c: c, lost: map[uint64]chan int{}} }
+
+func (s *Submitter) watchExhausted() {
+	s.once.Do(func() {
+		s.sub, _ = s.c.NC.Subscribe(exhaustedSubject, func(m *nats.Msg) {
+			var adv struct {
+				StreamSeq  uint64 `json:"stream_seq"`
+				Deliveries int    `json:"deliveries"`
+			}
+			if json.Unmarshal(m.Data, &adv) != nil {
+				return
+			}
+			s.mu.Lock()
+			ch := s.lost[adv.StreamSeq]
+			s.mu.Unlock()
+			if ch != nil {
+				select {
+				case ch <- adv.Deliveries:
+				default:
+				}
+			}
+		})
+	})
+}
+
+// Close stops listening for advisories.
+func (s *Submitter) Close() {
+	if s.sub != nil {
+		_ = s.sub.Unsubscribe()
+	}
+}
+
+// Submit publishes job and waits for its reply. It waits as long as ctx allows: a job queues
+// until a worker of its kind takes it. A server that goes away is waited for. When ctx ends
+// first, a job no worker has taken yet is withdrawn.
+func (s *Submitter) Submit(ctx context.Context, job *Job, queued func(seq uint64)) (*Reply, error) {
+	s.watchExhausted()
+	payload, err := Encode(job)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{}, 1)
+	sub, err := s.c.NC.Subscribe(doneSubject(job.ID), func(*nats.Msg) {
+		select {
+		case done <- struct{}{}:
+		default:
+		}
+	})
+	if err == nil {
+		defer sub.Unsubscribe()
+	}
+	subject := Subject(job.Lane(), job.Kind)
+	var ack *jetstream.PubAck
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// The message ID makes a publish retried after a lost ack one message, not two.
+		ack, err = s.c.JS.Publish(pctx, subject, payload, jetstream.WithMsgID(job.ID))
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("publishing job %s to %s: %w (%v)", job.ID, subject, ctx.Err(), err)
+		case <-time.After(delay):
+		}
+	}
+	if queued != nil {
+		queued(ack.Sequence)
+	}
+	lost := make(chan int, 1)
+	s.mu.Lock()
+	s.lost[ack.Sequence] = lost
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.lost, ack.Sequence)
+		s.mu.Unlock()
+	}()
+	key := resultKey(job.Kind, job.ID)
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		// An error other than ErrNoResult is a server away or restarting: keep waiting, the
+		// job is on disk.
+		if r, err := s.Result(ctx, job.Kind, job.ID); err == nil {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			s.withdraw(ack.Sequence)
+			return nil, ctx.Err()
+		case n := <-lost:
+			// No worker finished it in MaxDeliver tries. Store that as its reply, so that a late
+			// worker's result cannot be mistaken for a second verdict, and drop the job.
+			r := &Reply{ID: job.ID, Deliveries: n, Finished: time.Now().UTC(),
+				Error: fmt.Sprintf("job %s was delivered %d times and no worker finished it (each one died or stopped on it)", job.ID, n)}
+			if b, err := Encode(r); err == nil {
+				_, _ = s.c.Results.Create(ctx, key, b)
+			}
+			s.withdraw(ack.Sequence)
+			if stored, err := s.Result(ctx, job.Kind, job.ID); err == nil {
+				return stored, nil
+			}
+			return r, nil
+		case <-done:
+		case <-poll.C:
+		}
+	}
+}
+
+// Result reads a job's stored reply (ErrNoResult when there is none).
+func (s *Submitter) Result(ctx context.Context, kind, id string) (*Reply, error) {
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	e, err := s.c.Results.Get(gctx, resultKey(kind, id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNoResult
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r Reply
+	if err := Decode(e.Value(), &r); err != nil {
+		return nil, fmt.Errorf("job %s: stored reply: %w", id, err)
+	}
+	return &r, nil
+}
+
+// withdraw removes a job from the stream (a no-op for one a worker has acked already).
+func (s *Submitter) withdraw(seq uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if st, err := s.c.JS.Stream(ctx, Stream); err == nil {
+		_ = st.DeleteMsg(ctx, seq)
+	}
+}
