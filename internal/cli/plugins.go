@@ -23,6 +23,7 @@ import (
 	"github.com/kbplatform/kbplatform/plugins/models/openai"
 	"github.com/kbplatform/kbplatform/plugins/models/replay"
 	"github.com/kbplatform/kbplatform/plugins/strategies/oneshot"
+	"github.com/kbplatform/kbplatform/plugins/targets/cluster"
 	"github.com/kbplatform/kbplatform/plugins/targets/local"
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -31,6 +32,7 @@ import (
 // `kbplatform plugin serve <kind>/<name>`.
 var builtins = map[string]func() sdk.Plugin{
 	"target/local":     func() sdk.Plugin { return local.New() },
+	"target/cluster":   func() sdk.Plugin { return cluster.New() },
 	"backend/cpp":      func() sdk.Plugin { return cpp.New() },
 	"backend/cuda":     func() sdk.Plugin { return cuda.New() },
 	"backend/triton":   func() sdk.Plugin { return triton.New() },

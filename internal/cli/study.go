@@ -234,8 +234,8 @@ func (a *app) studyRunCmd() *cobra.Command {
 				}
 			}
 			targetRef := f.Target.ref("target", a.v.GetString("target"), nil)
-			if targetRef.Ref == "target/local" && targetRef.Config == nil {
-				targetRef.Config = a.targetConfig()
+			if targetRef.Config, err = a.targetSettings(targetRef.Ref, targetRef.Config); err != nil {
+				return err
 			}
 			backends, err := backendRefs(f.Backend, bc)
 			if err != nil {

@@ -61,11 +61,20 @@ type Conn struct {
 // Dial connects to url and sets the stream and buckets up. The connection keeps reconnecting for
 // as long as it lives: a server restarted mid-study is waited for, not an error.
 func Dial(ctx context.Context, url, name string, auth Auth) (*Conn, error) {
+	return dial(ctx, url, name, auth, -1)
+}
+
+// DialOnce is Dial for a probe: no reconnecting.
+func DialOnce(ctx context.Context, url, name string, auth Auth) (*Conn, error) {
+	return dial(ctx, url, name, auth, 0)
+}
+
+func dial(ctx context.Context, url, name string, auth Auth, reconnects int) (*Conn, error) {
 	if err := auth.check(); err != nil {
 		return nil, err
 	}
-	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(500 * time.Millisecond),
-		nats.ReconnectBufSize(-1)}
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(reconnects), nats.ReconnectWait(500 * time.Millisecond),
+		nats.ReconnectBufSize(-1), nats.Timeout(2 * time.Second)}
 	switch {
 	case auth.User != "":
 		opts = append(opts, nats.UserInfo(auth.User, auth.Password))

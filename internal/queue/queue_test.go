@@ -40,7 +40,7 @@ func startServer(t *testing.T) string {
 	return e.URL()
 }
 
-func dial(t *testing.T, url string) *Conn {
+func dialT(t *testing.T, url string) *Conn {
 	t.Helper()
 	c, err := Dial(context.Background(), url, t.Name(), Auth{})
 	if err != nil {
@@ -65,7 +65,7 @@ func TestJobsGoToTheirKindOnly(t *testing.T) {
 	ran := map[string][]string{}
 	var wg sync.WaitGroup
 	for _, w := range []struct{ name, kind string }{{"cpu-a", "cpu"}, {"cpu-b", "cpu"}, {"h200-a", "h200"}} {
-		c := dial(t, url)
+		c := dialT(t, url)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -73,7 +73,7 @@ func TestJobsGoToTheirKindOnly(t *testing.T) {
 				fakeExec{name: w.name, mu: &mu, ran: ran, hold: 50 * time.Millisecond})
 		}()
 	}
-	sub := NewSubmitter(dial(t, url))
+	sub := NewSubmitter(dialT(t, url))
 	var swg sync.WaitGroup
 	replies := make([]*Reply, 8)
 	for i := range replies {
@@ -130,7 +130,7 @@ func TestRedeliveredJobIsJudgedOnce(t *testing.T) {
 
 	// The first worker takes the job and then stops answering the server: its context ends
 	// mid-job without a nak, as a kill -9 would leave it (the connection is closed too).
-	dying := dial(t, url)
+	dying := dialT(t, url)
 	dctx, die := context.WithCancel(ctx)
 	gotIt := make(chan struct{})
 	go func() {
@@ -142,7 +142,7 @@ func TestRedeliveredJobIsJudgedOnce(t *testing.T) {
 				return &Reply{Result: &sdk.Result{Verdict: sdk.Pass}}
 			}))
 	}()
-	sub := NewSubmitter(dial(t, url))
+	sub := NewSubmitter(dialT(t, url))
 	job := evalJob("cpu", "t")
 	res := make(chan *Reply, 1)
 	go func() {
@@ -154,7 +154,7 @@ func TestRedeliveredJobIsJudgedOnce(t *testing.T) {
 	}()
 	<-gotIt
 	die()
-	survivor := dial(t, url)
+	survivor := dialT(t, url)
 	go func() {
 		_ = survivor.Serve(ctx, WorkerOptions{Info: WorkerInfo{ID: "survivor", Kind: "cpu"}, Consumer: opts},
 			fakeExec{name: "survivor", mu: &mu, ran: ran})
@@ -195,14 +195,14 @@ func TestExhaustedJobGetsAnErrorReply(t *testing.T) {
 	url := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w := dial(t, url)
+	w := dialT(t, url)
 	go func() {
 		_ = w.Serve(ctx, WorkerOptions{Info: WorkerInfo{ID: "quitter", Kind: "cpu"}, Consumer: ConsumerOptions{AckWait: time.Second, MaxDeliver: 2}},
 			execFunc(func(ctx context.Context, j *Job) *Reply {
 				return &Reply{Result: &sdk.Result{Verdict: sdk.VerdictError, ErrorClass: sdk.ClassInterrupted}} // naks
 			}))
 	}()
-	r, err := NewSubmitter(dial(t, url)).Submit(ctx, evalJob("cpu", "t"), nil)
+	r, err := NewSubmitter(dialT(t, url)).Submit(ctx, evalJob("cpu", "t"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

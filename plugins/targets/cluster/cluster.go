@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,8 +21,9 @@ import (
 // Version of the cluster target.
 const Version = "0.1.0"
 
-// Settings are the cluster target's configuration. The host fills url and the credentials from
-// kbplatform.yaml (cluster.*); url is its embedded server's when none is configured.
+// Settings are the cluster target's configuration. What it leaves out comes from the
+// environment the host gives the plugin (Env*): the host's cluster.* settings, with the URL of
+// its embedded server when no server is configured.
 type Settings struct {
 	URL      string   `json:"url"`
 	GPUKinds []string `json:"gpu_kinds,omitempty"`
@@ -29,16 +32,44 @@ type Settings struct {
 	NkeyFile string   `json:"nkey_file,omitempty"`
 }
 
+// The environment the host passes the plugin its cluster settings in (the KBP_ names of the
+// cluster.* settings).
+const (
+	EnvURL      = "KBP_CLUSTER_URL"
+	EnvUser     = "KBP_CLUSTER_USER"
+	EnvPassword = "KBP_CLUSTER_PASSWORD"
+	EnvNkeyFile = "KBP_CLUSTER_NKEY_FILE"
+	EnvGPUKinds = "KBP_CLUSTER_GPU_KINDS"
+)
+
+func fromEnv(s *Settings) {
+	fill := func(v *string, name string) {
+		if *v == "" {
+			*v = os.Getenv(name)
+		}
+	}
+	fill(&s.URL, EnvURL)
+	fill(&s.User, EnvUser)
+	fill(&s.Password, EnvPassword)
+	fill(&s.NkeyFile, EnvNkeyFile)
+	if len(s.GPUKinds) == 0 {
+		for _, k := range strings.Split(os.Getenv(EnvGPUKinds), ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				s.GPUKinds = append(s.GPUKinds, k)
+			}
+		}
+	}
+}
+
 const schema = `{
   "type": "object",
   "properties": {
-    "url":       {"type": "string", "description": "NATS server URL (nats://host:4222); the host sets its embedded server's when none is configured"},
+    "url":       {"type": "string", "description": "NATS server URL (nats://host:4222); default: the host's cluster.url, else its embedded server"},
     "gpu_kinds": {"type": "array", "items": {"type": "string"}, "description": "GPU kinds the study wants (h200, l40s, cpu): listed as devices cuda:<kind> even before a worker of the kind connects"},
-    "user":      {"type": "string", "description": "NATS user (from kbplatform.yaml cluster.user)"},
-    "password":  {"type": "string", "description": "NATS password (from kbplatform.yaml cluster.password)"},
-    "nkey_file": {"type": "string", "description": "NATS nkey seed file (from kbplatform.yaml cluster.nkey_file)"}
+    "user":      {"type": "string", "description": "NATS user (default: kbplatform.yaml cluster.user)"},
+    "password":  {"type": "string", "description": "NATS password (default: kbplatform.yaml cluster.password)"},
+    "nkey_file": {"type": "string", "description": "NATS nkey seed file (default: kbplatform.yaml cluster.nkey_file)"}
   },
-  "required": ["url"],
   "additionalProperties": false
 }`
 
@@ -69,6 +100,7 @@ func (t *Target) Configure(ctx context.Context, c sdk.Configuration) error {
 	if err := c.Decode(&s); err != nil {
 		return err
 	}
+	fromEnv(&s)
 	if s.URL == "" {
 		return fmt.Errorf("%w: url: the NATS server to send jobs to (kbplatform sets its embedded server's when cluster.url is not configured)", sdk.ErrInvalidConfig)
 	}
