@@ -89,12 +89,13 @@ job after cluster.ack_wait and the candidate's processes die with it.`,
 			host, _ := os.Hostname()
 			id := workerID(host, device, slurmJob)
 			info := queue.WorkerInfo{ID: id, Kind: kind, Host: host, Device: device, Model: model, Slurm: slurmJob}
+			a.logf("worker %s: kind %s (%s %s), consumes %s", id, kind, device, model, queue.Subject(queue.LaneEval, kind))
 			conn, url, err := a.workerConn(id)
 			if err != nil {
 				return err
 			}
 			defer conn.Close()
-			a.logf("worker %s: kind %s (%s %s), server %s, consumes %s", id, kind, device, model, url, queue.Subject(queue.LaneEval, kind))
+			a.logf("worker %s: connected to %s", id, url)
 			err = conn.Serve(a.ctx, queue.WorkerOptions{Info: info, Consumer: queue.ConsumerOptions{AckWait: ackWait, MaxDeliver: maxDeliver},
 				CompileWorkers: compileWorkers, Log: a.logf}, &localExec{target: inst, device: device})
 			a.logf("worker %s: stopped", id)

@@ -36,6 +36,9 @@ type Job struct {
 	Baseline     *sdk.BaselineRequest `json:"baseline,omitempty"`
 	Validate     *ValidateRequest     `json:"validate,omitempty"`
 	Published    time.Time            `json:"published"`
+	// Attempt counts the times the submitter re-queued the job because the worker running it
+	// vanished (submit.go); a reply's delivery number includes them.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // ValidateRequest asks a worker to run a task's reference alone.

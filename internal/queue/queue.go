@@ -29,8 +29,8 @@ const (
 	evalPrefix     = "kbp.eval."
 	compilePrefix  = "kbp.compile."
 	resultTTL      = 7 * 24 * time.Hour
-	presenceTTL    = 30 * time.Second // a worker silent this long is gone
-	presenceEvery  = 5 * time.Second
+	presenceTTL    = 10 * time.Second // a worker silent this long is gone
+	presenceEvery  = 2 * time.Second
 	duplicatesSpan = 10 * time.Minute // a job re-published within this span is stored once
 )
 

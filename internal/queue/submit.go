@@ -67,10 +67,6 @@ func (s *Submitter) Close() {
 // first, a job no worker has taken yet is withdrawn.
 func (s *Submitter) Submit(ctx context.Context, job *Job, queued func(seq uint64)) (*Reply, error) {
 	s.watchExhausted()
-	payload, err := Encode(job)
-	if err != nil {
-		return nil, err
-	}
 	done := make(chan struct{}, 1)
 	sub, err := s.c.NC.Subscribe(doneSubject(job.ID), func(*nats.Msg) {
 		select {
@@ -82,36 +78,54 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, queued func(seq uint64
 		defer sub.Unsubscribe()
 	}
 	subject := Subject(job.Lane(), job.Kind)
-	var ack *jetstream.PubAck
-	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	publish := func() (uint64, error) {
+		payload, err := Encode(job)
+		if err != nil {
+			return 0, err
+		}
 		// The message ID makes a publish retried after a lost ack one message, not two.
-		ack, err = s.c.JS.Publish(pctx, subject, payload, jetstream.WithMsgID(job.ID))
-		cancel()
-		if err == nil {
-			break
+		msgID := job.ID
+		if job.Attempt > 0 {
+			msgID = fmt.Sprintf("%s-%d", job.ID, job.Attempt)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("publishing job %s to %s: %w (%v)", job.ID, subject, ctx.Err(), err)
-		case <-time.After(delay):
+		for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			ack, err := s.c.JS.Publish(pctx, subject, payload, jetstream.WithMsgID(msgID))
+			cancel()
+			if err == nil {
+				return ack.Sequence, nil
+			}
+			select {
+			case <-ctx.Done():
+				return 0, fmt.Errorf("publishing job %s to %s: %w (%v)", job.ID, subject, ctx.Err(), err)
+			case <-time.After(delay):
+			}
 		}
+	}
+	seq, err := publish()
+	if err != nil {
+		return nil, err
 	}
 	if queued != nil {
-		queued(ack.Sequence)
+		queued(seq)
 	}
 	lost := make(chan int, 1)
-	s.mu.Lock()
-	s.lost[ack.Sequence] = lost
-	s.mu.Unlock()
-	defer func() {
+	track := func(seq uint64) {
 		s.mu.Lock()
-		delete(s.lost, ack.Sequence)
+		s.lost[seq] = lost
 		s.mu.Unlock()
-	}()
+	}
+	untrack := func(seq uint64) {
+		s.mu.Lock()
+		delete(s.lost, seq)
+		s.mu.Unlock()
+	}
+	track(seq)
+	defer func() { untrack(seq) }()
 	key := resultKey(job.Kind, job.ID)
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
+	runningOn := "" // the live worker last seen running the job
 	for {
 		// An error other than ErrNoResult is a server away or restarting: keep waiting, the
 		// job is on disk.
@@ -120,25 +134,65 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, queued func(seq uint64
 		}
 		select {
 		case <-ctx.Done():
-			s.withdraw(ack.Sequence)
+			s.withdraw(seq)
 			return nil, ctx.Err()
 		case n := <-lost:
-			// No worker finished it in MaxDeliver tries. Store that as its reply, so that a late
-			// worker's result cannot be mistaken for a second verdict, and drop the job.
-			r := &Reply{ID: job.ID, Deliveries: n, Finished: time.Now().UTC(),
-				Error: fmt.Sprintf("job %s was delivered %d times and no worker finished it (each one died or stopped on it)", job.ID, n)}
-			if b, err := Encode(r); err == nil {
-				_, _ = s.c.Results.Create(ctx, key, b)
-			}
-			s.withdraw(ack.Sequence)
-			if stored, err := s.Result(ctx, job.Kind, job.ID); err == nil {
-				return stored, nil
-			}
-			return r, nil
+			return s.giveUp(ctx, job, key, seq, n)
 		case <-done:
 		case <-poll.C:
+			if job.Lane() != LaneEval {
+				continue
+			}
+			// A worker killed mid-job stops refreshing its entry long before AckWait (which
+			// must exceed the evaluation limit) would redeliver the job: re-queue it then.
+			ws, err := s.c.ListWorkers(ctx)
+			if err != nil {
+				continue
+			}
+			gone := runningOn != ""
+			for _, w := range ws {
+				if w.Busy == job.ID {
+					runningOn, gone = w.ID, false
+					break
+				}
+				if w.ID == runningOn {
+					gone = false
+				}
+			}
+			if !gone {
+				continue
+			}
+			if _, err := s.Result(ctx, job.Kind, job.ID); err == nil {
+				continue // it finished before it went
+			}
+			if job.Attempt+2 > DefaultConsumerOptions.MaxDeliver {
+				return s.giveUp(ctx, job, key, seq, job.Attempt+1)
+			}
+			s.withdraw(seq)
+			untrack(seq)
+			job.Attempt++
+			runningOn = ""
+			if seq, err = publish(); err != nil {
+				return nil, err
+			}
+			track(seq)
 		}
 	}
+}
+
+// giveUp stores an error as the reply of a job no worker finished in n deliveries, so that a
+// late worker's result cannot be mistaken for a second verdict, and drops the job.
+func (s *Submitter) giveUp(ctx context.Context, job *Job, key string, seq uint64, n int) (*Reply, error) {
+	r := &Reply{ID: job.ID, Deliveries: n, Finished: time.Now().UTC(),
+		Error: fmt.Sprintf("job %s was delivered %d times and no worker finished it (each one died or stopped on it)", job.ID, n)}
+	if b, err := Encode(r); err == nil {
+		_, _ = s.c.Results.Create(ctx, key, b)
+	}
+	s.withdraw(seq)
+	if stored, err := s.Result(ctx, job.Kind, job.ID); err == nil {
+		return stored, nil
+	}
+	return r, nil
 }
 
 // Result reads a job's stored reply (ErrNoResult when there is none).

@@ -121,6 +121,7 @@ func (w *worker) handle(ctx context.Context, lane string, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
+	deliveries += job.Attempt
 	if job.Kind != w.info.Kind {
 		// The consumer's filter makes this impossible; if it ever happens, hand it back.
 		w.opt.Log("job %s is for kind %s, this worker is %s: handed back", job.ID, job.Kind, w.info.Kind)
