@@ -136,6 +136,7 @@ func TestClusterEmbedded(t *testing.T) {
 	})
 	victimID := victim.id()
 	waitFor(t, 2*time.Minute, "the victim's contract processes", func() bool { return len(procTree(victim.cmd.Process.Pid)) >= 3 })
+	time.Sleep(2 * time.Second) // well inside the evaluation
 	tree := procTree(victim.cmd.Process.Pid)
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

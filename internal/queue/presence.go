@@ -31,14 +31,7 @@ func workerKey(w WorkerInfo) string { return w.Kind + "." + w.ID }
 // Announce keeps w's entry fresh until ctx ends, then removes it. status is read before each
 // refresh (busy job, done count).
 func (c *Conn) Announce(ctx context.Context, status func() WorkerInfo) {
-	put := func() {
-		w := status()
-		b, _ := json.Marshal(w)
-		pctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, _ = c.Workers.Put(pctx, workerKey(w), b)
-		cancel()
-	}
-	put()
+	c.announce(status())
 	t := time.NewTicker(presenceEvery)
 	defer t.Stop()
 	for {
@@ -49,9 +42,17 @@ func (c *Conn) Announce(ctx context.Context, status func() WorkerInfo) {
 			cancel()
 			return
 		case <-t.C:
-			put()
+			c.announce(status())
 		}
 	}
+}
+
+// announce writes w's entry once.
+func (c *Conn) announce(w WorkerInfo) {
+	b, _ := json.Marshal(w)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = c.Workers.Put(ctx, workerKey(w), b)
 }
 
 // Workers lists the live workers, by kind then id.

@@ -65,7 +65,12 @@ func (s *Submitter) Close() {
 // Submit publishes job and waits for its reply. It waits as long as ctx allows: a job queues
 // until a worker of its kind takes it. A server that goes away is waited for. When ctx ends
 // first, a job no worker has taken yet is withdrawn.
-func (s *Submitter) Submit(ctx context.Context, job *Job, queued func(seq uint64)) (*Reply, error) {
+//
+// note, when set, hears what happens to the job: queued, re-queued.
+func (s *Submitter) Submit(ctx context.Context, job *Job, note func(string)) (*Reply, error) {
+	if note == nil {
+		note = func(string) {}
+	}
 	s.watchExhausted()
 	done := make(chan struct{}, 1)
 	sub, err := s.c.NC.Subscribe(doneSubject(job.ID), func(*nats.Msg) {
@@ -106,9 +111,7 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, queued func(seq uint64
 	if err != nil {
 		return nil, err
 	}
-	if queued != nil {
-		queued(seq)
-	}
+	note(fmt.Sprintf("job %s queued on %s (stream sequence %d)", job.ID, subject, seq))
 	lost := make(chan int, 1)
 	track := func(seq uint64) {
 		s.mu.Lock()
@@ -168,6 +171,7 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, queued func(seq uint64
 			if job.Attempt+2 > DefaultConsumerOptions.MaxDeliver {
 				return s.giveUp(ctx, job, key, seq, job.Attempt+1)
 			}
+			note(fmt.Sprintf("job %s: worker %s running it is gone (no presence for %s); re-queued", job.ID, runningOn, presenceTTL))
 			s.withdraw(seq)
 			untrack(seq)
 			job.Attempt++

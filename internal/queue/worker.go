@@ -139,6 +139,9 @@ func (w *worker) handle(ctx context.Context, lane string, m jetstream.Msg) {
 		w.mu.Lock()
 		w.info.Busy = job.ID
 		w.mu.Unlock()
+		// Said at once, not at the next refresh: a study that sees its job on a worker whose
+		// entry then expires re-queues it without waiting for AckWait.
+		w.c.announce(w.status())
 		defer func() {
 			w.mu.Lock()
 			w.info.Busy = ""

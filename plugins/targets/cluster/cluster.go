@@ -201,9 +201,9 @@ func (t *Target) submit(ctx context.Context, job *queue.Job, progress sdk.Progre
 		defer sl.release(job.Kind)
 	}
 	job.Published = time.Now().UTC()
-	r, err := sub.Submit(ctx, job, func(seq uint64) {
+	r, err := sub.Submit(ctx, job, func(msg string) {
 		if progress != nil {
-			progress(fmt.Sprintf("job %s queued on %s (stream sequence %d)", job.ID, queue.Subject(job.Lane(), job.Kind), seq))
+			progress(msg)
 		}
 	})
 	if err != nil {
