@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kbplatform/kbplatform/internal/plugins"
 	"github.com/kbplatform/kbplatform/internal/queue"
 	"github.com/kbplatform/kbplatform/plugins/targets/cluster"
 )
@@ -168,4 +169,29 @@ func renderClusterStatus(a *app, v any) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", w.ID, w.Kind, w.Host, w.Device, w.Model, busy, w.Done, w.Started.Format(time.RFC3339))
 	}
 	tw.Flush()
+}
+
+// inspectTarget adds what a target reports once configured: its devices and, for the cluster
+// target, the GPU kinds and workers connected now.
+func (a *app) inspectTarget(m *plugins.Manager, ref string) {
+	cfg, err := a.targetSettings(ref, nil)
+	if err != nil {
+		fmt.Fprintf(a.out, "devices       (not configured: %v)\n", err)
+		return
+	}
+	inst, err := m.Start(a.ctx, ref, cfg, nil)
+	if err != nil {
+		fmt.Fprintf(a.out, "devices       (does not start: %v)\n", err)
+		return
+	}
+	defer inst.Close()
+	hw, err := inst.Target().Describe(a.ctx)
+	if err != nil {
+		fmt.Fprintf(a.out, "devices       (describe: %v)\n", err)
+		return
+	}
+	for _, d := range hw.Devices {
+		fmt.Fprintf(a.out, "device        %s (%s) %s\n", d.Name, d.Kind, d.Model)
+	}
+	renderClusterStatus(a, hw.Fingerprint["cluster"])
 }

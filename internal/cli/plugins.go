@@ -217,6 +217,9 @@ func (a *app) pluginsCmd() *cobra.Command {
 			if info.ConfigSchema != "" {
 				fmt.Fprintf(a.out, "config schema\n%s\n", info.ConfigSchema)
 			}
+			if info.Kind == sdk.KindTarget {
+				a.inspectTarget(m, info.Kind+"/"+info.Name)
+			}
 			return nil
 		},
 	}
