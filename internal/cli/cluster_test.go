@@ -191,14 +191,20 @@ func TestClusterEmbedded(t *testing.T) {
 	}
 
 	// A job for a kind no worker has stays queued; the cpu workers never take it.
-	h200 := r.command(append([]string{"eval", "--target", "cluster", "--device", "cuda:h200", "--task", "kbp/l1/relu", "--size", "cpu", "--kernel", kernels[0]}, fastContract...)...)
+	// (--compile-workers 1: no compile jobs ahead, the evaluation itself is queued.)
+	h200 := r.command(append([]string{"eval", "--target", "cluster", "--device", "cuda:h200", "--compile-workers", "1", "--task", "kbp/l1/relu", "--size", "cpu", "--kernel", kernels[0]}, fastContract...)...)
 	var hOut bytesBuffer
 	h200.Stdout, h200.Stderr = &hOut, &hOut
 	if err := h200.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer h200.Process.Kill()
-	waitFor(t, time.Minute, "the h200 job to be queued", func() bool { return strings.Contains(hOut.String(), "queued on kbp.eval.h200") })
+	waitFor(t, time.Minute, "the h200 job to be queued", func() bool {
+		if h200.ProcessState != nil {
+			t.Fatalf("the h200 eval ended:\n%s", hOut.String())
+		}
+		return strings.Contains(hOut.String(), "queued on kbp.eval.h200")
+	})
 	time.Sleep(3 * time.Second)
 	dout, derr, code := r.run("target", "describe", "--target", "cluster", "--json")
 	if code != 0 {
@@ -303,6 +309,37 @@ func TestClusterServerRestart(t *testing.T) {
 	for _, ev := range evs {
 		if res := ev["result"].(map[string]any); res["verdict"] != "pass" {
 			t.Errorf("evaluation %v: %v %v", ev["id"], res["verdict"], res["message"])
+		}
+	}
+}
+
+// A second worker cannot take a GPU one already serves on this host; the CPU is not locked.
+func TestLockDevice(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "5,7")
+	t.Setenv("TMPDIR", t.TempDir())
+	unlock, err := lockDevice("cuda:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockDevice("cuda:1"); err == nil || !strings.Contains(err.Error(), "GPU 7") {
+		t.Errorf("second lock of cuda:1 (GPU 7): %v", err)
+	}
+	other, err := lockDevice("cuda:0")
+	if err != nil {
+		t.Errorf("cuda:0 (GPU 5): %v", err)
+	} else {
+		other()
+	}
+	unlock()
+	again, err := lockDevice("cuda:1")
+	if err != nil {
+		t.Errorf("after unlock: %v", err)
+	} else {
+		again()
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := lockDevice("cpu"); err != nil {
+			t.Errorf("cpu: %v", err)
 		}
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,6 +73,13 @@ job after cluster.ack_wait and the candidate's processes die with it.`,
 			device, err := a.pickDevice(hw)
 			if err != nil {
 				return err
+			}
+			if !slurm { // under Slurm, the allocation is what keeps a GPU to one job
+				unlock, err := lockDevice(device)
+				if err != nil {
+					return err
+				}
+				defer unlock()
 			}
 			kind, model := queue.KindCPU, ""
 			for _, d := range hw.Devices {
@@ -211,4 +221,37 @@ func (x *localExec) Run(ctx context.Context, j *queue.Job) *queue.Reply {
 		return &queue.Reply{Error: err.Error()}
 	}
 	return r
+}
+
+// lockDevice keeps a second worker of this host off a GPU that one already serves: one
+// evaluation per device. The CPU is not locked (a host may run several CPU workers, each with
+// its own threads), and neither is a GPU under Slurm (its allocation does that, and renumbers
+// the GPUs a job sees from 0). The lock names the physical GPU: cuda:N counts within
+// CUDA_VISIBLE_DEVICES.
+func lockDevice(device string) (func(), error) {
+	idx, ok := strings.CutPrefix(device, "cuda:")
+	if !ok {
+		return func() {}, nil
+	}
+	phys := idx
+	if vis := os.Getenv("CUDA_VISIBLE_DEVICES"); vis != "" {
+		if n, err := strconv.Atoi(idx); err == nil {
+			if ids := strings.Split(vis, ","); n < len(ids) {
+				phys = strings.TrimSpace(ids[n])
+			}
+		}
+	}
+	path := filepath.Join(os.TempDir(), "kbplatform-worker-gpu-"+unsafeID.ReplaceAllString(phys, "_")+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("locking GPU %s: %w", phys, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		return nil, fmt.Errorf("GPU %s (%s) is served by another worker on this host (%s): one evaluation per device", phys, device, strings.TrimSpace(string(b)))
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d\n", os.Getpid())), 0)
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
