@@ -93,7 +93,8 @@ type Counts struct {
 	Done    int    `json:"done"`    // results stored (and not yet expired)
 }
 
-// KindCounts counts the evaluation jobs of each kind in kinds, and of every kind a worker has.
+// KindCounts counts the evaluation jobs of each kind in kinds, of every kind a worker has, and
+// of every kind with jobs in the stream.
 func (c *Conn) KindCounts(ctx context.Context, kinds []string) ([]Counts, []WorkerInfo, error) {
 	workers, err := c.ListWorkers(ctx)
 	if err != nil {
@@ -114,6 +115,19 @@ func (c *Conn) KindCounts(ctx context.Context, kinds []string) ([]Counts, []Work
 	}
 	for _, w := range workers {
 		add(w.Kind).Workers++
+	}
+	// And every kind with jobs waiting, workers or not.
+	if st, err := c.JS.Stream(ctx, Stream); err == nil {
+		if info, err := st.Info(ctx, jetstream.WithSubjectFilter(evalPrefix+">")); err == nil {
+			var waiting []string
+			for subj := range info.State.Subjects {
+				waiting = append(waiting, strings.TrimPrefix(subj, evalPrefix))
+			}
+			sort.Strings(waiting)
+			for _, k := range waiting {
+				add(k)
+			}
+		}
 	}
 	done := map[string]int{}
 	if keys, err := c.Results.ListKeys(ctx); err == nil {

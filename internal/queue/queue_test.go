@@ -108,7 +108,20 @@ func TestJobsGoToTheirKindOnly(t *testing.T) {
 	if len(workers) != 3 {
 		t.Errorf("%d workers listed, want 3: %+v", len(workers), workers)
 	}
-	want := map[string]Counts{"cpu": {Kind: "cpu", Workers: 2, Done: 8}, "h200": {Kind: "h200", Workers: 1}, "l40s": {Kind: "l40s"}}
+	// A job of a kind nobody asked about and no worker has is counted too.
+	b, _ := Encode(evalJob("v100", "t"))
+	if _, err := sub.c.JS.Publish(ctx, Subject(LaneEval, "v100"), b); err != nil {
+		t.Fatal(err)
+	}
+	counts, _, err = sub.c.KindCounts(ctx, []string{"cpu", "h200", "l40s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 4 {
+		t.Errorf("counts %+v: want cpu, h200, l40s and v100", counts)
+	}
+	want := map[string]Counts{"cpu": {Kind: "cpu", Workers: 2, Done: 8}, "h200": {Kind: "h200", Workers: 1}, "l40s": {Kind: "l40s"},
+		"v100": {Kind: "v100", Queued: 1}}
 	for _, c := range counts {
 		if c != want[c.Kind] {
 			t.Errorf("counts %+v, want %+v", c, want[c.Kind])
