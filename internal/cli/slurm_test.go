@@ -41,7 +41,7 @@ func TestSlurmWorkers(t *testing.T) {
 	}
 	conf := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(b)), "export SLURM_CONF="))
 	defer func() {
-		_ = exec.Command("scancel", "--full", "--name=kbp-worker").Run()
+		// stop cancels the jobs and waits for them before it stops the daemons.
 		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
 			t.Logf("single-node stop: %v\n%s", err, out)
 		}
