@@ -96,6 +96,11 @@ job after cluster.ack_wait and the candidate's processes die with it.`,
 					compileWorkers = 0 // compiling beside a CPU timing would disturb it; CPU jobs compile in place
 				}
 			}
+			if kind != queue.KindCPU && compileWorkers < 1 {
+				// Studies on a GPU kind send compile jobs ahead of its evaluations (as eval compiles
+				// ahead locally); with no compile lane anywhere they would wait for ever.
+				return fmt.Errorf("--compile-workers %d: a GPU worker takes its kind's compile jobs too; give at least 1", compileWorkers)
+			}
 			host, _ := os.Hostname()
 			id := workerID(host, device, slurmJob)
 			info := queue.WorkerInfo{ID: id, Kind: kind, Host: host, Device: device, Model: model, Slurm: slurmJob}

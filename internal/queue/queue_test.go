@@ -2,10 +2,13 @@ package queue
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nkeys"
 
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -240,7 +243,7 @@ func TestEmbeddedAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if _, err := Dial(context.Background(), e.URL(), "anon", Auth{}); err == nil {
+	if _, err := DialOnce(context.Background(), e.URL(), "anon", Auth{}); err == nil {
 		t.Error("an unauthenticated client was let in")
 	}
 	c, err := Dial(context.Background(), e.URL(), "kbp", auth)
@@ -248,4 +251,39 @@ func TestEmbeddedAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
+}
+
+// An nkey seed file serves both sides: the embedded server admits its public key only.
+func TestEmbeddedNkey(t *testing.T) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := kp.Seed()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "worker.nk")
+	if err := os.WriteFile(file, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth := Auth{NkeyFile: file}
+	e, err := StartEmbedded(EmbeddedOptions{Listen: "0.0.0.0:0", StoreDir: filepath.Join(dir, "js"), Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c, err := Dial(context.Background(), e.URL(), "nkey", auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	other, _ := nkeys.CreateUser()
+	otherSeed, _ := other.Seed()
+	otherFile := filepath.Join(dir, "other.nk")
+	_ = os.WriteFile(otherFile, otherSeed, 0o600)
+	if _, err := DialOnce(context.Background(), e.URL(), "other", Auth{NkeyFile: otherFile}); err == nil {
+		t.Error("a client with another nkey was let in")
+	}
+	if _, err := DialOnce(context.Background(), e.URL(), "anon", Auth{}); err == nil {
+		t.Error("an unauthenticated client was let in")
+	}
 }

@@ -127,3 +127,48 @@ func TestBackPressureAndStamp(t *testing.T) {
 		t.Error("a device without a kind was accepted")
 	}
 }
+
+// Compiles go to the compile lanes of the kind's workers, beside (not behind) an evaluation.
+func TestCompileLane(t *testing.T) {
+	e, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := queue.Dial(ctx, e.URL(), "w", queue.Auth{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	release := make(chan struct{})
+	go c.Serve(ctx, queue.WorkerOptions{Info: queue.WorkerInfo{ID: "w", Kind: "l40s", Device: "cuda:0"}, CompileWorkers: 1},
+		execFunc(func(ctx context.Context, j *queue.Job) *queue.Reply {
+			if j.Op == queue.OpCompile {
+				if j.Compile.Kernel.Source != "kernel src" || j.Compile.Task.Source != "task src" {
+					return &queue.Reply{Error: "sources lost on the way"}
+				}
+				return &queue.Reply{Compile: &sdk.CompileResult{OK: true, Builds: 1}}
+			}
+			<-release // an evaluation holds the device
+			return &queue.Reply{Result: &sdk.Result{Verdict: sdk.Pass}}
+		}))
+	tg := configured(t, e.URL())
+	evalDone := make(chan error, 1)
+	go func() {
+		_, err := tg.Evaluate(ctx, sdk.EvaluateRequest{Task: sdk.Task{ID: "a"}, Device: "cuda:l40s"}, nil)
+		evalDone <- err
+	}()
+	cr, err := tg.Compile(ctx, sdk.CompileRequest{Task: sdk.Task{ID: "b", Source: "task src"}, Kernel: sdk.Kernel{Hash: "k", Source: "kernel src"}, Device: "cuda:l40s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cr.OK || cr.Builds != 1 {
+		t.Errorf("compile result %+v", cr)
+	}
+	close(release)
+	if err := <-evalDone; err != nil {
+		t.Fatal(err)
+	}
+}
