@@ -311,6 +311,17 @@ func TestClusterServerRestart(t *testing.T) {
 			t.Errorf("evaluation %v: %v %v", ev["id"], res["verdict"], res["message"])
 		}
 	}
+	// Judged once each: the restart made no job run twice.
+	runs := 0
+	for _, w := range ws {
+		runs += strings.Count(w.log.String(), ": done (")
+		if strings.Contains(w.log.String(), "another worker's result was stored first") {
+			t.Errorf("a job ran on two workers:\n%s", w.log.String())
+		}
+	}
+	if runs != len(kernels) {
+		t.Errorf("%d evaluations run for %d kernels", runs, len(kernels))
+	}
 }
 
 // A second worker cannot take a GPU one already serves on this host; the CPU is not locked.

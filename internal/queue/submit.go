@@ -129,6 +129,7 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, note func(string)) (*R
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
 	runningOn := "" // the live worker last seen running the job
+	var missingSince time.Time
 	for {
 		// An error other than ErrNoResult is a server away or restarting: keep waiting, the
 		// job is on disk.
@@ -163,6 +164,15 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, note func(string)) (*R
 				}
 			}
 			if !gone {
+				missingSince = time.Time{}
+				continue
+			}
+			// Absent for a while, not just now: a restarted server forgets the (in-memory)
+			// entries until the workers' next refresh.
+			if missingSince.IsZero() {
+				missingSince = time.Now()
+			}
+			if time.Since(missingSince) < 2*presenceEvery+time.Second {
 				continue
 			}
 			if _, err := s.Result(ctx, job.Kind, job.ID); err == nil {
@@ -175,7 +185,7 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, note func(string)) (*R
 			s.withdraw(seq)
 			untrack(seq)
 			job.Attempt++
-			runningOn = ""
+			runningOn, missingSince = "", time.Time{}
 			if seq, err = publish(); err != nil {
 				return nil, err
 			}
