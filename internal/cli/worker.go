@@ -197,7 +197,7 @@ type localExec struct {
 	device string
 }
 
-func (x *localExec) Run(ctx context.Context, j *queue.Job) *queue.Reply {
+func (x *localExec) Run(ctx context.Context, j *queue.Job, progress func(string)) *queue.Reply {
 	t := x.target.Target()
 	r := &queue.Reply{}
 	var err error
@@ -209,11 +209,11 @@ func (x *localExec) Run(ctx context.Context, j *queue.Job) *queue.Reply {
 	case queue.OpEvaluate:
 		req := *j.Evaluate
 		req.Device = x.device
-		r.Result, err = t.Evaluate(ctx, req, nil)
+		r.Result, err = t.Evaluate(ctx, req, progress)
 	case queue.OpBaseline:
 		req := *j.Baseline
 		req.Device = x.device
-		r.Result, err = t.Baseline(ctx, req, nil)
+		r.Result, err = t.Baseline(ctx, req, progress)
 	case queue.OpValidate:
 		r.Validation, err = t.Validate(ctx, j.Validate.Task, x.device, j.Validate.Config)
 	default:

@@ -21,7 +21,7 @@ type fakeExec struct {
 	hold time.Duration
 }
 
-func (f fakeExec) Run(ctx context.Context, j *Job) *Reply {
+func (f fakeExec) Run(ctx context.Context, j *Job, _ func(string)) *Reply {
 	f.mu.Lock()
 	f.ran[j.ID] = append(f.ran[j.ID], f.name)
 	f.mu.Unlock()
@@ -229,7 +229,7 @@ func TestExhaustedJobGetsAnErrorReply(t *testing.T) {
 
 type execFunc func(ctx context.Context, j *Job) *Reply
 
-func (f execFunc) Run(ctx context.Context, j *Job) *Reply { return f(ctx, j) }
+func (f execFunc) Run(ctx context.Context, j *Job, _ func(string)) *Reply { return f(ctx, j) }
 
 // Beyond loopback, the embedded server needs credentials, and then refuses clients without them.
 func TestEmbeddedAuth(t *testing.T) {

@@ -16,6 +16,10 @@ import (
 // wakes on it and reads the bucket (which it also polls, in case the word was lost).
 func doneSubject(id string) string { return "kbp.done." + id }
 
+// progressSubject carries a running job's progress lines from its worker (core NATS: a lost
+// line is only a lost line).
+func progressSubject(id string) string { return "kbp.progress." + id }
+
 // exhaustedSubject carries JetStream's advisory for a job that reached MaxDeliver.
 const exhaustedSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Stream + ".>"
 
@@ -81,6 +85,9 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, note func(string)) (*R
 	})
 	if err == nil {
 		defer sub.Unsubscribe()
+	}
+	if psub, err := s.c.NC.Subscribe(progressSubject(job.ID), func(m *nats.Msg) { note(string(m.Data)) }); err == nil {
+		defer psub.Unsubscribe()
 	}
 	subject := Subject(job.Lane(), job.Kind)
 	publish := func() (uint64, error) {

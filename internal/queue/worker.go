@@ -11,9 +11,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Executor runs one job on this worker's hardware and fills the reply's answer.
+// Executor runs one job on this worker's hardware and fills the reply's answer; progress
+// reaches the study that submitted the job.
 type Executor interface {
-	Run(ctx context.Context, job *Job) *Reply
+	Run(ctx context.Context, job *Job, progress func(string)) *Reply
 }
 
 // WorkerOptions configure Serve.
@@ -176,7 +177,7 @@ func (w *worker) handle(ctx context.Context, lane string, m jetstream.Msg) {
 	if err := job.Restore(); err != nil {
 		reply = &Reply{Error: err.Error()}
 	} else {
-		reply = w.exec.Run(ctx, &job)
+		reply = w.exec.Run(ctx, &job, func(msg string) { _ = w.c.NC.Publish(progressSubject(job.ID), []byte(msg)) })
 	}
 	stopHB()
 	<-hbDone

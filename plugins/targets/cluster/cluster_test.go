@@ -16,7 +16,9 @@ import (
 
 type execFunc func(ctx context.Context, j *queue.Job) *queue.Reply
 
-func (f execFunc) Run(ctx context.Context, j *queue.Job) *queue.Reply { return f(ctx, j) }
+func (f execFunc) Run(ctx context.Context, j *queue.Job, _ func(string)) *queue.Reply {
+	return f(ctx, j)
+}
 
 func configured(t *testing.T, url string, kinds ...string) *Target {
 	t.Helper()
