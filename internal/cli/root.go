@@ -356,9 +356,12 @@ func (a *app) target(m *plugins.Manager) (*plugins.Instance, *sdk.Hardware, erro
 	if !strings.Contains(ref, "/") {
 		ref = "target/" + ref
 	}
-	cfg, err := a.targetSettings(ref, nil)
-	if err != nil {
-		return nil, nil, err
+	cfg := a.targetConfig()
+	if ref == "target/cluster" {
+		var err error
+		if cfg, err = a.targetSettings(ref, nil); err != nil {
+			return nil, nil, err
+		}
 	}
 	inst, err := m.Start(a.ctx, ref, cfg, nil)
 	if err != nil {
