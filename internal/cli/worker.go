@@ -34,8 +34,9 @@ The server is cluster.url in kbplatform.yaml (with cluster.user/password or clus
 else the embedded server a kbplatform command on this host runs over the same --db; the worker
 waits for it. With --slurm, the device is the GPU Slurm gave the job (--gres=gpu:<type>:1) and the
 worker is named after the Slurm job. On SIGTERM or SIGINT a job in progress is stopped and handed
-back to the queue for another worker; if the worker is killed outright, the server redelivers its
-job after cluster.ack_wait and the candidate's processes die with it.`,
+back to the queue for another worker. If the worker is killed outright, the candidate's processes
+die with it, and its job goes to another worker: re-queued by the study once the worker's
+presence has expired (about 10 s), or redelivered by the server after cluster.ack_wait.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			slurmJob := ""
@@ -47,7 +48,8 @@ job after cluster.ack_wait and the candidate's processes die with it.`,
 				if step := os.Getenv("SLURM_STEP_ID"); step != "" {
 					slurmJob += "." + step
 				}
-				if os.Getenv("SLURM_JOB_GPUS") == "" && os.Getenv("SLURM_STEP_GPUS") == "" && !cmd.Flags().Changed("device") {
+				gpus := os.Getenv("SLURM_JOB_GPUS") + os.Getenv("SLURM_STEP_GPUS") + os.Getenv("SLURM_GPUS_ON_NODE")
+				if (gpus == "" || gpus == "0") && !cmd.Flags().Changed("device") {
 					a.cfg.Device = "cpu" // no GPU was allocated: a CPU worker, whatever the node has
 				}
 			}
