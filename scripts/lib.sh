@@ -48,7 +48,8 @@ protoc_ready() {
 }
 
 # install_deps installs what the contract worker needs, from Debian's packages, when it is missing:
-# torch for the worker, pytest for its tests, g++ and ninja for C++ kernels.
+# torch for the worker, pytest for its tests, g++ and ninja for C++ kernels (and, asked for, protoc
+# and Slurm).
 install_deps() {
 	local missing="" py
 	# C++ kernels include torch/extension.h, which includes pybind11; Debian ships those headers in
@@ -63,6 +64,10 @@ install_deps() {
 	command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 	command -v ninja >/dev/null 2>&1 || missing="$missing ninja-build"
 	if [ "${KBP_NEED_PROTOC:-0}" = 1 ] && ! protoc_ready; then missing="$missing protobuf-compiler libprotobuf-dev"; fi
+	# The cluster target's Slurm test starts a single-node Slurm (scripts/slurm/single-node).
+	if [ "${KBP_NEED_SLURM:-0}" = 1 ] && ! { command -v munged && command -v slurmctld && command -v slurmd && command -v sbatch; } >/dev/null 2>&1; then
+		missing="$missing slurmctld slurmd munge slurm-client"
+	fi
 	if [ -n "$missing" ]; then
 		command -v apt-get >/dev/null 2>&1 || die "missing:$missing (install them, or set KBP_PYTHON to a python with torch)"
 		echo "installing:$missing" >&2

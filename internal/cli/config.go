@@ -30,6 +30,10 @@ func (a *app) configCmd() *cobra.Command {
 				"target": a.v.GetString("target"), "plugin_dir": a.v.GetStringSlice("plugin_dir"), "plugin_path": a.pluginDirs(),
 				"plugin_lock": a.v.GetString("plugin_lock"), "log_level": a.v.GetString("log_level"),
 				"memory_share": a.v.GetFloat64("memory_share"), "contract": c.Contract,
+				"cluster": map[string]any{"url": a.v.GetString("cluster.url"), "listen": a.v.GetString("cluster.listen"),
+					"gpu_kinds": a.v.GetStringSlice("cluster.gpu_kinds"), "user": a.v.GetString("cluster.user"),
+					"password_set": a.v.GetString("cluster.password") != "", "nkey_file": a.v.GetString("cluster.nkey_file"),
+					"ack_wait": a.v.GetDuration("cluster.ack_wait").String(), "max_deliver": a.v.GetInt("cluster.max_deliver")},
 			}
 			if asJSON {
 				return printJSON(a.out, settings)
@@ -73,6 +77,14 @@ func (a *app) configCmd() *cobra.Command {
 			row("contract.timeout", "%s", k.Timeout)
 			row("contract.call_timeout", "%s", k.CallTimeout)
 			row("contract.compile_timeout", "%s", k.CompileTimeout)
+			row("cluster.url", "%s", orDefault(a.v.GetString("cluster.url"), "(none: an embedded server, listening on cluster.listen)"))
+			row("cluster.listen", "%s", a.v.GetString("cluster.listen"))
+			row("cluster.gpu_kinds", "%s", orDefault(strings.Join(a.v.GetStringSlice("cluster.gpu_kinds"), ","), "(those of the workers connected)"))
+			row("cluster.user", "%s", orDefault(a.v.GetString("cluster.user"), "(none)"))
+			row("cluster.password", "%s", map[bool]string{true: "(set)", false: "(none)"}[a.v.GetString("cluster.password") != ""])
+			row("cluster.nkey_file", "%s", orDefault(a.v.GetString("cluster.nkey_file"), "(none)"))
+			row("cluster.ack_wait", "%s", a.v.GetDuration("cluster.ack_wait"))
+			row("cluster.max_deliver", "%d", a.v.GetInt("cluster.max_deliver"))
 			return nil
 		},
 	}

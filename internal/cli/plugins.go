@@ -26,6 +26,7 @@ import (
 	"github.com/kbplatform/kbplatform/plugins/strategies/oneshot"
 	"github.com/kbplatform/kbplatform/plugins/strategies/refine"
 	"github.com/kbplatform/kbplatform/plugins/strategies/sampling"
+	"github.com/kbplatform/kbplatform/plugins/targets/cluster"
 	"github.com/kbplatform/kbplatform/plugins/targets/local"
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -34,6 +35,7 @@ import (
 // `kbplatform plugin serve <kind>/<name>`.
 var builtins = map[string]func() sdk.Plugin{
 	"target/local":     func() sdk.Plugin { return local.New() },
+	"target/cluster":   func() sdk.Plugin { return cluster.New() },
 	"backend/cpp":      func() sdk.Plugin { return cpp.New() },
 	"backend/cuda":     func() sdk.Plugin { return cuda.New() },
 	"backend/triton":   func() sdk.Plugin { return triton.New() },
@@ -222,6 +224,9 @@ func (a *app) pluginsCmd() *cobra.Command {
 			}
 			if info.ConfigSchema != "" {
 				fmt.Fprintf(a.out, "config schema\n%s\n", info.ConfigSchema)
+			}
+			if info.Kind == sdk.KindTarget {
+				a.inspectTarget(m, info.Kind+"/"+info.Name)
 			}
 			return nil
 		},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kbplatform/kbplatform/internal/contract"
 	"github.com/kbplatform/kbplatform/internal/plugins"
+	"github.com/kbplatform/kbplatform/internal/queue"
 	"github.com/kbplatform/kbplatform/internal/registry"
 	"github.com/kbplatform/kbplatform/internal/store"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -34,6 +35,10 @@ type app struct {
 	errOut io.Writer
 	v      *viper.Viper
 	cfg    *settings
+	// embedded is the JetStream server this command started for target/cluster (cluster.go).
+	embedded *queue.Embedded
+	// atExit runs when the command has finished.
+	atExit []func()
 }
 
 // settings is the resolved configuration of one command.
@@ -88,7 +93,7 @@ func defaultDirs() (data, cache, work string) {
 func settingDefaults() map[string]any {
 	data, cache, work := defaultDirs()
 	d := contract.Defaults()
-	return map[string]any{
+	out := map[string]any{
 		"db":                       filepath.Join(data, "db"),
 		"python":                   "",
 		"device":                   "auto",
@@ -116,6 +121,10 @@ func settingDefaults() map[string]any {
 		"contract.poison":          d.Poison,
 		"contract.log_limit":       d.LogLimit,
 	}
+	for k, v := range clusterDefaults() {
+		out[k] = v
+	}
+	return out
 }
 
 func newViper(cmd *cobra.Command) (*viper.Viper, error) {
@@ -232,7 +241,11 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	for i := len(a.atExit) - 1; i >= 0; i-- {
+		a.atExit[i]()
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "kbplatform: %v\n", err)
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -281,7 +294,7 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.String("plugin-lock", "", "plugin lock file (default: the user data dir's plugins.lock)")
 	pf.String("log-level", "", "plugin log level: error, warn, info, debug, trace")
 	root.AddCommand(a.versionCmd(), a.configCmd(), a.tasksCmd(), a.evalCmd(), a.baselineCmd(), a.resultsCmd(),
-		a.pluginsCmd(), a.pluginCmd(), a.studyCmd())
+		a.pluginsCmd(), a.pluginCmd(), a.studyCmd(), a.targetCmd(), a.workerCmd())
 	return root
 }
 
@@ -343,7 +356,14 @@ func (a *app) target(m *plugins.Manager) (*plugins.Instance, *sdk.Hardware, erro
 	if !strings.Contains(ref, "/") {
 		ref = "target/" + ref
 	}
-	inst, err := m.Start(a.ctx, ref, a.targetConfig(), nil)
+	cfg := a.targetConfig()
+	if ref == "target/cluster" {
+		var err error
+		if cfg, err = a.targetSettings(ref, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	inst, err := m.Start(a.ctx, ref, cfg, nil)
 	if err != nil {
 		return nil, nil, err
 	}

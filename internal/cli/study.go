@@ -227,11 +227,12 @@ func (a *app) studyRunCmd() *cobra.Command {
 					}
 				}
 			}
-			localConfig := func(r study.PluginRef) study.PluginRef {
-				if r.Ref == "target/local" && r.Config == nil {
-					r.Config = a.targetConfig()
-				}
-				return r
+			// A target's settings: the local one gets the host's, the cluster one its connection
+			// (passed to the plugin outside the spec, so the study's id holds no address or secret).
+			targetSettings := func(r study.PluginRef) (study.PluginRef, error) {
+				var err error
+				r.Config, err = a.targetSettings(r.Ref, r.Config)
+				return r, err
 			}
 			if f.Target.Name == "" && f.Target.Ref == "" {
 				f.Target.Name = a.v.GetString("target")
@@ -240,7 +241,9 @@ func (a *app) studyRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			targetRef = localConfig(targetRef)
+			if targetRef, err = targetSettings(targetRef); err != nil {
+				return err
+			}
 			strategyRef, err := f.Strategy.plainRef("strategy", "oneshot")
 			if err != nil {
 				return err
@@ -279,7 +282,9 @@ func (a *app) studyRunCmd() *cobra.Command {
 					return err
 				}
 				for i := range base.Targets {
-					base.Targets[i] = localConfig(base.Targets[i])
+					if base.Targets[i], err = targetSettings(base.Targets[i]); err != nil {
+						return err
+					}
 				}
 				base.Seeds = f.Seeds
 				specs = append(specs, base)
