@@ -97,7 +97,8 @@ func fingerprintOf(ev map[string]any) map[string]any {
 	return fp
 }
 
-var fastContract = []string{"--seeds", "1", "--timed-calls", "5", "--warmup", "1", "--check-calls", "2"}
+// clusterContract keeps the cluster tests' CPU evaluations short.
+var clusterContract = []string{"--seeds", "1", "--timed-calls", "5", "--warmup", "1", "--check-calls", "2"}
 
 // Three workers on the embedded server: a batch of evaluations spreads over them; the worker
 // killed (-9) in the middle of one loses it to another worker, which judges it once; nothing the
@@ -111,7 +112,7 @@ func TestClusterEmbedded(t *testing.T) {
 	r := binaryRunner{t: t, bin: buildKbplatform(t), env: env}
 	ws := startWorkers(t, r, 3, "--device", "cpu")
 	kernels := clusterKernels(t, 5)
-	args := append([]string{"eval", "--target", "cluster", "--device", "cpu", "--task", "kbp/l1/relu", "--size", "cpu"}, fastContract...)
+	args := append([]string{"eval", "--target", "cluster", "--device", "cpu", "--task", "kbp/l1/relu", "--size", "cpu"}, clusterContract...)
 	for _, k := range kernels {
 		args = append(args, "--kernel", k)
 	}
@@ -192,7 +193,7 @@ func TestClusterEmbedded(t *testing.T) {
 
 	// A job for a kind no worker has stays queued; the cpu workers never take it.
 	// (--compile-workers 1: no compile jobs ahead, the evaluation itself is queued.)
-	h200 := r.command(append([]string{"eval", "--target", "cluster", "--device", "cuda:h200", "--compile-workers", "1", "--task", "kbp/l1/relu", "--size", "cpu", "--kernel", kernels[0]}, fastContract...)...)
+	h200 := r.command(append([]string{"eval", "--target", "cluster", "--device", "cuda:h200", "--compile-workers", "1", "--task", "kbp/l1/relu", "--size", "cpu", "--kernel", kernels[0]}, clusterContract...)...)
 	var hOut bytesBuffer
 	h200.Stdout, h200.Stderr = &hOut, &hOut
 	if err := h200.Start(); err != nil {
@@ -276,7 +277,7 @@ func TestClusterServerRestart(t *testing.T) {
 	r := binaryRunner{t: t, bin: buildKbplatform(t), env: env}
 	ws := startWorkers(t, r, 2, "--device", "cpu")
 	kernels := clusterKernels(t, 3)
-	args := append([]string{"eval", "--target", "cluster", "--device", "cpu", "--task", "kbp/l1/relu", "--size", "cpu"}, fastContract...)
+	args := append([]string{"eval", "--target", "cluster", "--device", "cpu", "--task", "kbp/l1/relu", "--size", "cpu"}, clusterContract...)
 	for _, k := range kernels {
 		args = append(args, "--kernel", k)
 	}

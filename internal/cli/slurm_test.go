@@ -51,7 +51,7 @@ func TestSlurmWorkers(t *testing.T) {
 	env := isolated(t)
 	r := binaryRunner{t: t, bin: buildKbplatform(t), env: env}
 	kernels := clusterKernels(t, 4)
-	args := append([]string{"eval", "--target", "cluster", "--device", "cpu", "--task", "kbp/l1/relu", "--size", "cpu"}, fastContract...)
+	args := append([]string{"eval", "--target", "cluster", "--device", "cpu", "--task", "kbp/l1/relu", "--size", "cpu"}, clusterContract...)
 	for _, k := range kernels {
 		args = append(args, "--kernel", k)
 	}
