@@ -168,7 +168,7 @@ func ResultToPB(r *Result) *pb.Result {
 	}
 	if m := r.Memory; m != nil {
 		out.Memory = &pb.MemoryUse{FootprintBytes: m.Footprint, ReferencePeakBytes: m.ReferencePeak, CandidatePeakBytes: m.CandidatePeak,
-			PeakBytes: m.Peak, DeviceTotalBytes: m.DeviceTotal}
+			PeakBytes: m.Peak, DeviceTotalBytes: m.DeviceTotal, EvidencePeakBytes: m.EvidencePeak}
 	}
 	if pr := r.Profile; pr != nil {
 		out.Profile = &pb.Profile{Tool: pr.Tool, TotalUs: pr.TotalUS}
@@ -215,7 +215,7 @@ func ResultFromPB(p *pb.Result) *Result {
 	}
 	if m := p.Memory; m != nil {
 		r.Memory = &MemoryUse{Footprint: m.FootprintBytes, ReferencePeak: m.ReferencePeakBytes, CandidatePeak: m.CandidatePeakBytes,
-			Peak: m.PeakBytes, DeviceTotal: m.DeviceTotalBytes}
+			Peak: m.PeakBytes, DeviceTotal: m.DeviceTotalBytes, EvidencePeak: m.EvidencePeakBytes}
 	}
 	if pr := p.Profile; pr != nil {
 		r.Profile = &Profile{Tool: pr.Tool, TotalUS: pr.TotalUs}

@@ -191,6 +191,10 @@ type MemoryUse struct {
 	// Peak is the sum of both processes' peaks: an upper bound of what they held together.
 	Peak        int64 `json:"peak_bytes"`
 	DeviceTotal int64 `json:"device_total_bytes"`
+	// EvidencePeak is what the reference process held at the peak of the runtime evidence's
+	// float64 precision run, made after timing only where it fits: not part of Peak, which is
+	// what judging the kernel needs.
+	EvidencePeak int64 `json:"evidence_peak_bytes,omitempty"`
 }
 
 // CompileResult is the outcome of the compile phase (importing the candidate on the CPU side).

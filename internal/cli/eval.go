@@ -414,6 +414,9 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 		gib := func(b int64) float64 { return float64(b) / (1 << 30) }
 		fmt.Fprintf(w, "memory    peak %.1f GiB (reference %.1f + candidate %.1f) for a task whose eager forward needs %.1f GiB (%.1fx)\n",
 			gib(m.Peak), gib(m.ReferencePeak), gib(m.CandidatePeak), gib(m.Footprint), float64(m.Peak)/float64(m.Footprint))
+		if m.EvidencePeak > 0 {
+			fmt.Fprintf(w, "          the reference's float64 precision run (runtime evidence, after timing) held %.1f GiB apart from that\n", gib(m.EvidencePeak))
+		}
 	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "warning   %s\n", warn)

@@ -290,22 +290,23 @@ func (r *evalRun) memory() {
 		return
 	}
 	m := &MemoryUse{Footprint: r.ref.footprint, DeviceTotal: r.ref.total}
-	peak := func(p *proc) int64 {
+	peak := func(p *proc) workerMemory {
+		var mem workerMemory
 		if p.exited() {
-			return 0
+			return mem
 		}
 		resp, err := p.call(context.Background(), 10*time.Second, map[string]any{"op": "memory"})
 		if err != nil {
-			return 0
+			return mem
 		}
-		var mem workerMemory
 		_ = json.Unmarshal(resp["memory"], &mem)
-		return mem.PeakReserved
+		return mem
 	}
-	m.ReferencePeak = peak(r.ref.p)
+	ref := peak(r.ref.p)
+	m.ReferencePeak, m.EvidencePeak = ref.PeakReserved, ref.EvidencePeak
 	switch r.res.ErrorClass {
 	case "", ClassMismatch, ClassNondeterm, ClassInputMutated, ClassRuntime:
-		m.CandidatePeak = peak(r.cand) // a candidate in another state is not asked
+		m.CandidatePeak = peak(r.cand).PeakReserved // a candidate in another state is not asked
 	}
 	m.Peak = m.ReferencePeak + m.CandidatePeak
 	r.res.Memory = m

@@ -168,6 +168,8 @@ func (p *pendingRef) wait() (*refServer, error) {
 type workerMemory struct {
 	PeakReserved  int64 `json:"peak_reserved"`
 	PeakAllocated int64 `json:"peak_allocated"`
+	// EvidencePeak is the float64 precision run's own peak, kept out of PeakReserved.
+	EvidencePeak int64 `json:"evidence_peak_reserved"`
 	Free          int64 `json:"free"`
 	Total         int64 `json:"total"`
 }

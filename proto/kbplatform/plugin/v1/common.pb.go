@@ -1431,8 +1431,10 @@ type MemoryUse struct {
 	CandidatePeakBytes int64                  `protobuf:"varint,3,opt,name=candidate_peak_bytes,json=candidatePeakBytes,proto3" json:"candidate_peak_bytes,omitempty"`
 	PeakBytes          int64                  `protobuf:"varint,4,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
 	DeviceTotalBytes   int64                  `protobuf:"varint,5,opt,name=device_total_bytes,json=deviceTotalBytes,proto3" json:"device_total_bytes,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The reference's peak during the runtime evidence's float64 precision run (not in peak_bytes).
+	EvidencePeakBytes int64 `protobuf:"varint,6,opt,name=evidence_peak_bytes,json=evidencePeakBytes,proto3" json:"evidence_peak_bytes,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *MemoryUse) Reset() {
@@ -1496,6 +1498,13 @@ func (x *MemoryUse) GetPeakBytes() int64 {
 func (x *MemoryUse) GetDeviceTotalBytes() int64 {
 	if x != nil {
 		return x.DeviceTotalBytes
+	}
+	return 0
+}
+
+func (x *MemoryUse) GetEvidencePeakBytes() int64 {
+	if x != nil {
+		return x.EvidencePeakBytes
 	}
 	return 0
 }
@@ -2161,14 +2170,15 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"rechecks_s\x18\a \x01(\x01R\trechecksS\x12\x1c\n" +
 	"\n" +
 	"gpu_work_s\x18\b \x01(\x01R\bgpuWorkS\x12\x17\n" +
-	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\xe5\x01\n" +
+	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\x95\x02\n" +
 	"\tMemoryUse\x12'\n" +
 	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\x120\n" +
 	"\x14reference_peak_bytes\x18\x02 \x01(\x03R\x12referencePeakBytes\x120\n" +
 	"\x14candidate_peak_bytes\x18\x03 \x01(\x03R\x12candidatePeakBytes\x12\x1d\n" +
 	"\n" +
 	"peak_bytes\x18\x04 \x01(\x03R\tpeakBytes\x12,\n" +
-	"\x12device_total_bytes\x18\x05 \x01(\x03R\x10deviceTotalBytes\"2\n" +
+	"\x12device_total_bytes\x18\x05 \x01(\x03R\x10deviceTotalBytes\x12.\n" +
+	"\x13evidence_peak_bytes\x18\x06 \x01(\x03R\x11evidencePeakBytes\"2\n" +
 	"\x04Flag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xad\x01\n" +
