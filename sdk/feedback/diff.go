@@ -1,17 +1,14 @@
 package feedback
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"time"
 
 	udiff "github.com/aymanbagabas/go-udiff"
+	"github.com/kbplatform/kbplatform/sdk/internal/pyscript"
 )
 
 // The structured diff is Python reading Python, as sdk/rules' analysis is: the standard library's
@@ -31,15 +28,7 @@ type Differ struct {
 }
 
 // Interpreter is the Python the differ runs.
-func (d Differ) Interpreter() string {
-	if d.Python != "" {
-		return d.Python
-	}
-	if p := os.Getenv("KBP_PYTHON"); p != "" {
-		return p
-	}
-	return "python3"
-}
+func (d Differ) Interpreter() string { return pyscript.Interpreter(d.Python) }
 
 // Change is one top-level definition that differs.
 type Change struct {
@@ -55,26 +44,13 @@ func (d Differ) Structured(ctx context.Context, old, new string) ([]Change, erro
 	if timeout <= 0 {
 		timeout = 20 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	in, err := json.Marshal(map[string]string{"old": old, "new": new})
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, d.Interpreter(), "-I", "-S", "-c", astdiffScript)
-	cmd.Stdin = bytes.NewReader(in)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("python (%s) could not diff the kernels: %v %s", d.Interpreter(), err, tail(strings.TrimSpace(errb.String()), 300))
-	}
 	var res struct {
 		OK      bool     `json:"ok"`
 		Error   string   `json:"error"`
 		Changes []Change `json:"changes"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return nil, fmt.Errorf("python (%s) gave an unreadable diff: %w", d.Interpreter(), err)
+	if err := pyscript.Run(ctx, d.Python, timeout, astdiffScript, map[string]string{"old": old, "new": new}, &res); err != nil {
+		return nil, fmt.Errorf("python could not diff the kernels: %w", err)
 	}
 	if !res.OK {
 		return nil, fmt.Errorf("%s", res.Error)

@@ -1,15 +1,12 @@
 package rules
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"time"
+
+	"github.com/kbplatform/kbplatform/sdk/internal/pyscript"
 )
 
 // The analysis is Python reading Python: the standard library's ast parses the candidate exactly
@@ -28,15 +25,7 @@ type Analyzer struct {
 }
 
 // Interpreter is the Python the analyzer will run.
-func (a Analyzer) Interpreter() string {
-	if a.Python != "" {
-		return a.Python
-	}
-	if p := os.Getenv("KBP_PYTHON"); p != "" {
-		return p
-	}
-	return "python3"
-}
+func (a Analyzer) Interpreter() string { return pyscript.Interpreter(a.Python) }
 
 // Analyze returns the facts of a candidate source against its task's reference source.
 func (a Analyzer) Analyze(ctx context.Context, source, reference string) (*Facts, error) {
@@ -44,27 +33,9 @@ func (a Analyzer) Analyze(ctx context.Context, source, reference string) (*Facts
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	in, err := json.Marshal(map[string]string{"source": source, "reference": reference})
-	if err != nil {
-		return nil, err
-	}
-	// -I: isolated from PYTHON* variables and the user's site-packages; -S: no site import at all.
-	cmd := exec.CommandContext(ctx, a.Interpreter(), "-I", "-S", "-c", script)
-	cmd.Stdin = bytes.NewReader(in)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errb.String())
-		if len(msg) > 2000 {
-			msg = msg[len(msg)-2000:]
-		}
-		return nil, fmt.Errorf("static analysis with %s: %w: %s", a.Interpreter(), err, msg)
-	}
 	var f Facts
-	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
-		return nil, fmt.Errorf("static analysis with %s: unreadable output: %w", a.Interpreter(), err)
+	if err := pyscript.Run(ctx, a.Python, timeout, script, map[string]string{"source": source, "reference": reference}, &f); err != nil {
+		return nil, fmt.Errorf("static analysis with %w", err)
 	}
 	return &f, nil
 }
