@@ -53,11 +53,29 @@ func (s *Scheduler) Devices() []string { return slices.Clone(s.devices) }
 // Acquire waits for a device for one evaluation of task and returns it with the function that
 // gives it back (call it exactly once, when the evaluation has finished).
 func (s *Scheduler) Acquire(ctx context.Context, task string) (string, func(), error) {
+	return s.Request(task).Wait(ctx)
+}
+
+// Ticket is a place in the queue for one evaluation.
+type Ticket struct {
+	s *Scheduler
+	w *waiter
+}
+
+// Request queues an evaluation of task now, so that a caller can queue several in order and wait
+// for them apart: a device that frees up then chooses among all of them.
+func (s *Scheduler) Request(task string) *Ticket {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	w := &waiter{task: task, grant: make(chan string, 1)}
 	s.waiting = append(s.waiting, w)
 	s.dispatch()
-	s.mu.Unlock()
+	return &Ticket{s: s, w: w}
+}
+
+// Wait waits for the ticket's device; see Acquire. Call it once.
+func (t *Ticket) Wait(ctx context.Context) (string, func(), error) {
+	s, w := t.s, t.w
 	select {
 	case d := <-w.grant:
 		return d, s.releaser(d), nil
