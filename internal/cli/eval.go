@@ -60,10 +60,13 @@ environment failed (the record says which).`,
 			if err != nil {
 				return err
 			}
-			device, err := a.pickDevice(hw)
+			devices, err := a.pickDevices(hw)
 			if err != nil {
 				return err
 			}
+			// Every device of a list is of one kind (cpu never joins a list): the first stands for
+			// all of them where a kind is needed (sizes, which examples run).
+			device := devices[0]
 			var jobs []pipeline.Job
 			skipped := map[string]int{}   // bundled kernels that cannot run on this device, by backend
 			want := map[string][]string{} // flagged kernels (by hash): the flags each must carry
@@ -164,9 +167,12 @@ environment failed (the record says which).`,
 				failed++
 			}
 			jobs = run
-			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), device, st.Dir())
+			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), strings.Join(devices, ", "), st.Dir())
 			ev := pipeline.Target{Target: target.Target(), Config: a.cfg.Contract, Progress: a.progressSince(time.Now())}
 			runner := &pipeline.Runner{Eval: recipeTarget{ev, recipes}, CompileWorkers: a.cfg.CompileWorkers}
+			if len(devices) > 1 {
+				runner.Devices, runner.Models = devices, deviceModels(hw)
+			}
 			var storeErr error
 			interrupted := 0
 			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
@@ -191,7 +197,11 @@ environment failed (the record says which).`,
 					noVerdict++
 				}
 				if !asJSON && len(jobs) > 1 {
-					a.progress("[%d/%d] %s %s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, shortVerdict(ev.Result))
+					on := ""
+					if len(devices) > 1 {
+						on = " on " + o.Job.Device
+					}
+					a.progress("[%d/%d] %s %s%s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, on, shortVerdict(ev.Result))
 				}
 			})
 			if storeErr != nil {

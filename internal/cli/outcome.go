@@ -55,6 +55,9 @@ func blameText(ev *store.Evaluation) string {
 // a missing device is the platform's failure, never a kernel's.
 func (a *app) pickDevice(hw *sdk.Hardware) (string, error) {
 	device := a.device(hw)
+	if device == "all" || strings.Contains(device, ",") {
+		return "", fmt.Errorf("this command runs on one device; --device %s is for eval, baseline and study run", device)
+	}
 	var names []string
 	for _, d := range hw.Devices {
 		if d.Name == device || (device == "cuda" && d.Kind == "cuda") {

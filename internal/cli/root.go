@@ -327,7 +327,7 @@ func groupCmd(use, short string) *cobra.Command {
 // addContractFlags adds the flags that tune the contract.
 func addContractFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.String("device", "", "cpu or cuda:N (default: auto, the GPU when one is present)")
+	f.String("device", "", "cpu or cuda:N; eval, baseline and study run also take all (every GPU) or a list cuda:0,cuda:2 (default: auto, the GPU when one is present)")
 	f.String("size", "", "task size: cpu, gpu or default (default: auto, by device)")
 	f.Int("seeds", 0, "correctness seeds per input distribution (default 5)")
 	f.Int("timed-calls", 0, "timed calls per side (default 100)")
