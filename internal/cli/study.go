@@ -190,6 +190,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 				device = f.Device
 			}
 			var contractVersion string
+			var devices []string
 			{
 				t, hw, err := a.target(pm)
 				if err != nil {
@@ -197,11 +198,14 @@ func (a *app) studyRunCmd() *cobra.Command {
 				}
 				contractVersion = study.ContractOf(hw)
 				a.cfg.Device = device
-				device, err = a.pickDevice(hw)
+				devices, err = a.pickDevices(hw)
 				t.Close()
 				if err != nil {
 					return err
 				}
+				// The first device stands for all in the spec (they are of one kind), so the study's id
+				// and its resumption do not depend on how many GPUs run it.
+				device = devices[0]
 			}
 			size := a.cfg.Size
 			if f.Size != "" && !cmd.Flags().Changed("size") {
@@ -306,7 +310,8 @@ func (a *app) studyRunCmd() *cobra.Command {
 				// processor a timing runs on; on a GPU only the device must be kept to one timing.
 				units = 1
 				if device != "cpu" {
-					units = 4
+					// Two units per GPU: one evaluates while the other waits for its model.
+					units = max(4, 2*len(devices))
 				}
 			}
 			var reports []*study.Report
@@ -314,13 +319,13 @@ func (a *app) studyRunCmd() *cobra.Command {
 			for _, spec := range specs {
 				arms := spec.Arms()
 				a.progress("study %s: %d tasks × %d arms, %s + %s + %s on %s (%s)", spec.ID(), len(spec.Tasks), len(arms), modelLabels(spec),
-					partLabels(spec, 1), partLabels(spec, 2), partLabels(spec, 3), device)
+					partLabels(spec, 1), partLabels(spec, 2), partLabels(spec, 3), strings.Join(devices, ", "))
 				start := time.Now()
 				bar := newStudyBar(a.errOut, a.cfg.Quiet, spec.ID())
 				rep, err := study.Run(a.ctx, spec, study.Deps{Store: st, Registry: reg, Plugins: pm,
 					Progress: func(m string) { bar.line(fmt.Sprintf("· %5.1fs %s", time.Since(start).Seconds(), m)) },
 					Status:   bar.status, Gateway: ms.gatewayOptions(noCache), Limiters: gateway.NewLimiters(),
-					Parallel: units, CompileWorkers: a.cfg.CompileWorkers})
+					Parallel: units, CompileWorkers: a.cfg.CompileWorkers, Devices: devices})
 				bar.finish()
 				if rep != nil && len(excludeFlags) > 0 {
 					rep.ExcludeFlags = excludeFlags

@@ -6,21 +6,43 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/kbplatform/kbplatform/internal/gateway"
+	"github.com/kbplatform/kbplatform/internal/placement"
 	"github.com/kbplatform/kbplatform/internal/record"
 	"github.com/kbplatform/kbplatform/internal/store"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
-// lane is one device of one target: evaluations on it run one at a time, so that no timing
-// shares the device with another (honest timing). Compiling ahead happens outside the lane on a
-// GPU; on a CPU the build would disturb the timing next to it, so it happens inside.
+// lane is the devices of one target that a study evaluates on: each runs one evaluation at a
+// time, so that no timing shares its device with another (honest timing), and a task goes back to
+// the device that holds its reference process (internal/placement). Compiling ahead happens
+// outside the devices' turns on a GPU, one build per candidate and GPU model shared by every
+// device; on a CPU the build would disturb the timing next to it, so it happens inside.
 type lane struct {
-	sync.Mutex
+	sched        *placement.Scheduler
+	builds       *placement.Builds[*sdk.CompileResult]
 	compileAhead bool
-	compile      chan struct{} // bounds the builds running ahead of the device
+	models       map[string]string // device → GPU model: a build is handed only to its model
+}
+
+// newLane makes the lane of devices (at least one), building ahead with compileWorkers workers
+// shared by all of them when compileAhead.
+func newLane(devices []string, models map[string]string, compileAhead bool, compileWorkers int) (*lane, error) {
+	sched, err := placement.New(devices)
+	if err != nil {
+		return nil, err
+	}
+	return &lane{sched: sched, builds: placement.NewBuilds[*sdk.CompileResult](compileWorkers), compileAhead: compileAhead, models: models}, nil
+}
+
+func (l *lane) model(dev string) string {
+	if m, ok := l.models[dev]; ok {
+		return m
+	}
+	return dev
 }
 
 // runPlatform is the Platform a strategy sees during the run of one unit (an arm on a task).
@@ -102,18 +124,19 @@ func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.E
 	}
 	k := sdk.Kernel{Hash: hex.EncodeToString(h[:]), Source: source, Name: fmt.Sprintf("study %s %s: %s", p.study[:8], p.task.ID, label)}
 	var res *sdk.Result
+	device := p.spec.Device
 	if Rejection(issues) != "" {
 		// Rejected by the backend's rules: no build, no device time.
 		res = Rejected(p.task, k, p.spec.Device, issues)
 		p.progress("    rejected by static checks: " + firstLine(res.Message))
 	} else {
-		res, err = p.evaluate(ctx, k)
+		res, device, err = p.evaluate(ctx, k)
 		if err == nil && res != nil {
 			ApplyFlags(res, issues)
 		}
 	}
 	rec := &record.Recorder{Store: p.store, Target: p.arm.Target.Ref, Validator: p.target}
-	ev, rerr := rec.Record(ctx, record.Attempt{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract, Result: res, Err: err,
+	ev, rerr := rec.Record(ctx, record.Attempt{Task: p.task, Kernel: k, Device: device, Config: p.spec.Contract, Result: res, Err: err,
 		Study: p.study, Model: p.arm.Model.Label(), Arm: p.armKey, Issues: issues})
 	if errors.Is(rerr, record.ErrInterrupted) {
 		return nil, fmt.Errorf("%w: the evaluation was interrupted", context.Canceled)
@@ -129,26 +152,34 @@ func (p *runPlatform) Evaluate(ctx context.Context, source, name string) (*sdk.E
 	return &sdk.Evaluation{ID: ev.ID, Result: res, Issues: issues}, nil
 }
 
-// evaluate builds the kernel ahead of the device where that is honest (a GPU), then runs the
-// contract with the device to itself.
-func (p *runPlatform) evaluate(ctx context.Context, k sdk.Kernel) (*sdk.Result, error) {
+// evaluate builds the kernel ahead of the devices where that is honest (a GPU), then runs the
+// contract on a device of the lane, with that device to itself. It returns the device it ran on
+// (the spec's device when it never got one).
+func (p *runPlatform) evaluate(ctx context.Context, k sdk.Kernel) (*sdk.Result, string, error) {
+	devices := p.lane.sched.Devices()
 	var compiled *sdk.CompileResult
+	builtOn := devices[0]
 	if p.lane.compileAhead {
-		select {
-		case p.lane.compile <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		c, err := p.target.Compile(ctx, sdk.CompileRequest{Task: p.task, Kernel: k, Device: p.spec.Device, Recipe: p.recipe})
-		<-p.lane.compile
+		// One build per candidate, task, recipe and GPU model, whichever device runs it.
+		key := strings.Join([]string{p.task.ID, p.task.Size, k.Hash, refKey(p.arm.Backend), p.lane.model(builtOn)}, "\x00")
+		c, err := p.lane.builds.Do(ctx, key, func(ctx context.Context) (*sdk.CompileResult, error) {
+			return p.target.Compile(ctx, sdk.CompileRequest{Task: p.task, Kernel: k, Device: builtOn, Recipe: p.recipe})
+		})
 		if err == nil {
 			compiled = c // else the evaluation builds it and reports what fails
 		}
 	}
-	p.lane.Lock()
-	defer p.lane.Unlock()
-	return p.target.Evaluate(ctx, sdk.EvaluateRequest{Task: p.task, Kernel: k, Device: p.spec.Device, Config: p.spec.Contract,
+	dev, release, err := p.lane.sched.Acquire(ctx, p.task.ID+"\x00"+p.task.Size)
+	if err != nil {
+		return nil, p.spec.Device, err
+	}
+	defer release()
+	if compiled != nil && p.lane.model(dev) != p.lane.model(builtOn) {
+		compiled = nil // built for another GPU model: the evaluation builds its own
+	}
+	res, err := p.target.Evaluate(ctx, sdk.EvaluateRequest{Task: p.task, Kernel: k, Device: dev, Config: p.spec.Contract,
 		Recipe: p.recipe, Compiled: compiled}, func(m string) { p.progress("    " + m) })
+	return res, dev, err
 }
 
 // Record stores an attempt under the unit's arm and links the model calls behind it: those the

@@ -19,6 +19,11 @@ type fakeTarget struct {
 	sdk.NoConfig
 	evaluating, maxEvaluating atomic.Int32
 	compiles, withCompiled    atomic.Int32
+
+	mu       sync.Mutex
+	onDevice map[string]int // evaluations running on each device now
+	overlap  []string       // devices seen running two at once
+	ran      map[string]int // evaluations per device
 }
 
 func (f *fakeTarget) Info() sdk.Info { return sdk.Info{Kind: sdk.KindTarget, Name: "fake"} }
@@ -42,6 +47,21 @@ func (f *fakeTarget) Evaluate(_ context.Context, req sdk.EvaluateRequest, _ sdk.
 	if req.Compiled != nil {
 		f.withCompiled.Add(1)
 	}
+	f.mu.Lock()
+	if f.onDevice == nil {
+		f.onDevice, f.ran = map[string]int{}, map[string]int{}
+	}
+	f.onDevice[req.Device]++
+	f.ran[req.Device]++
+	if f.onDevice[req.Device] > 1 {
+		f.overlap = append(f.overlap, req.Device)
+	}
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.onDevice[req.Device]--
+		f.mu.Unlock()
+	}()
 	time.Sleep(10 * time.Millisecond)
 	return &sdk.Result{Task: req.Task, Kernel: req.Kernel, Device: req.Device, Verdict: sdk.Pass,
 		Timing: &sdk.Timing{Speedup: 1.5}}, nil
@@ -103,7 +123,10 @@ func TestOneEvaluationPerDevice(t *testing.T) {
 		t.Run(device, func(t *testing.T) {
 			st := openStore(t)
 			tg := &fakeTarget{}
-			ln := &lane{compileAhead: device != "cpu", compile: make(chan struct{}, 4)}
+			ln, err := newLane([]string{device}, nil, device != "cpu", 4)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var wg sync.WaitGroup
 			for i := range 6 {
 				wg.Add(1)
@@ -130,11 +153,76 @@ func TestOneEvaluationPerDevice(t *testing.T) {
 	}
 }
 
+func cpuLane(t *testing.T) *lane {
+	t.Helper()
+	ln, err := newLane([]string{"cpu"}, nil, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// Units on a host of several GPUs: every GPU is used, none runs two evaluations at once, each
+// record names the GPU it ran on, and a unit's evaluations stay on the GPU holding its task.
+func TestEvaluationsSpreadOverDevices(t *testing.T) {
+	st := openStore(t)
+	tg := &fakeTarget{}
+	devices := []string{"cuda:0", "cuda:1", "cuda:2"}
+	models := map[string]string{"cuda:0": "H200/9.0", "cuda:1": "H200/9.0", "cuda:2": "H200/9.0"}
+	ln, err := newLane(devices, models, true, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	byTask := map[string]map[string]bool{}
+	var wg sync.WaitGroup
+	for u := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := testPlatform(st, tg, ln, sdk.Budget{}, "cuda:0")
+			p.task.ID = fmt.Sprintf("kbp/l1/task%d", u)
+			for e := range 4 {
+				ev, err := p.Evaluate(context.Background(), fmt.Sprintf("kernel %d of unit %d", e, u), "")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if byTask[p.task.ID] == nil {
+					byTask[p.task.ID] = map[string]bool{}
+				}
+				byTask[p.task.ID][ev.Result.Device] = true
+				mu.Unlock()
+				stored, err := st.Evaluation(ev.ID)
+				if err != nil || stored.Result.Device != ev.Result.Device {
+					t.Errorf("stored %v (%v), evaluated on %s", stored, err, ev.Result.Device)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(tg.overlap) > 0 {
+		t.Fatalf("two evaluations at once on %v", tg.overlap)
+	}
+	if len(tg.ran) != 3 {
+		t.Fatalf("evaluations per device %v, want all three used", tg.ran)
+	}
+	for task, ds := range byTask {
+		if len(ds) != 1 {
+			t.Errorf("%s ran on %v; three units on three GPUs should each keep one", task, ds)
+		}
+	}
+	if tg.compiles.Load() != 12 || tg.withCompiled.Load() != 12 {
+		t.Errorf("built %d, evaluated with the build %d; want 12 each", tg.compiles.Load(), tg.withCompiled.Load())
+	}
+}
+
 // The host refuses calls past the unit's token or dollar budget, and an attempt is stored with
 // its arm and the prompt the host sent.
 func TestPlatformBudgetAndAttemptRecord(t *testing.T) {
 	st := openStore(t)
-	p := testPlatform(st, &fakeTarget{}, &lane{compile: make(chan struct{}, 1)}, sdk.Budget{Tokens: 150}, "cpu")
+	p := testPlatform(st, &fakeTarget{}, cpuLane(t), sdk.Budget{Tokens: 150}, "cpu")
 	ctx := context.Background()
 	msgs, _ := p.Prompt(ctx, "", "", nil)
 	temp := 0.7
@@ -167,7 +255,7 @@ func TestPlatformBudgetAndAttemptRecord(t *testing.T) {
 	}
 
 	// Dollars: at $0.01 a token, one reply costs $1.
-	p = testPlatform(st, &fakeTarget{}, &lane{compile: make(chan struct{}, 1)}, sdk.Budget{CostUSD: 1}, "cpu")
+	p = testPlatform(st, &fakeTarget{}, cpuLane(t), sdk.Budget{CostUSD: 1}, "cpu")
 	if _, err := p.Generate(ctx, sdk.GenerateRequest{Messages: msgs}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,13 @@ type Deps struct {
 	// Parallel is how many units run at once (their model calls overlap; their evaluations
 	// still take each device one at a time). 0: 4.
 	Parallel int
-	// CompileWorkers bounds the candidates built ahead of each GPU. 0: 4.
+	// CompileWorkers bounds the candidates built ahead of the GPUs, shared by all devices. 0: 4.
 	CompileWorkers int
+	// Devices are the devices of the target that evaluations are spread over, one evaluation per
+	// device at a time (all of one kind; the spec's Device stands for them in the spec, so that
+	// the study's id and resumption do not depend on how many GPUs run it). Empty: the spec's
+	// Device alone.
+	Devices []string
 	// Heartbeat is how often the run state is refreshed for `study status` (0: 5 s).
 	Heartbeat time.Duration
 }
@@ -287,11 +292,25 @@ launch:
 		}
 		a := arms[u.arm]
 		tk := refKey(a.Target)
-		lk := tk + "\x00" + spec.Device
-		ln := s.lanes[lk]
+		ln := s.lanes[tk]
 		if ln == nil {
-			ln = &lane{compileAhead: spec.Device != "cpu" && compileWorkers > 1, compile: make(chan struct{}, compileWorkers)}
-			s.lanes[lk] = ln
+			devices := d.Devices
+			if len(devices) == 0 {
+				devices = []string{spec.Device}
+			}
+			models := map[string]string{}
+			for _, dev := range s.hardware[tk].Devices {
+				models[dev.Name] = dev.Model + "/" + dev.ComputeCapability
+			}
+			var err error
+			if ln, err = newLane(devices, models, !slices.Contains(devices, "cpu") && compileWorkers > 1, compileWorkers); err != nil {
+				<-sem
+				fatalMu.Lock()
+				fatal = err
+				fatalMu.Unlock()
+				break
+			}
+			s.lanes[tk] = ln
 		}
 		p := &runPlatform{hostPlatform: host, study: id, task: u.task, spec: spec, arm: a, armKey: a.Key(), hw: s.hardware[tk],
 			recipe: s.recipes[refKey(a.Backend)+"\x01"+tk], model: s.gateways[refKey(a.Model)+"\x00"+a.Model.Label()],
