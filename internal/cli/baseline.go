@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kbplatform/kbplatform/internal/contract"
+	"github.com/kbplatform/kbplatform/internal/placement"
 	"github.com/kbplatform/kbplatform/internal/record"
 	"github.com/kbplatform/kbplatform/internal/registry"
 	"github.com/kbplatform/kbplatform/internal/store"
@@ -62,10 +63,11 @@ no verdict because the task, the platform or the environment failed (as for eval
 			if err != nil {
 				return err
 			}
-			device, err := a.pickDevice(hw)
+			devices, err := a.pickDevices(hw)
 			if err != nil {
 				return err
 			}
+			device := devices[0] // all of one kind: sizes are picked for it
 			var cts []sdk.Task
 			for _, t := range list {
 				ct, err := t.Contract(t.PickSize(a.cfg.Size, device))
@@ -87,10 +89,7 @@ no verdict because the task, the platform or the environment failed (as for eval
 			if !asJSON {
 				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tSPEEDUP\tCOMPILE s\tSTATUS")
 			}
-			total := len(list) * len(modes)
-			rec := a.recorder(st, target)
-			var failed, noVerdict int
-			n := 0
+			var items []baselineItem
 			for _, t := range list {
 				size := t.PickSize(a.cfg.Size, device)
 				ct, err := t.Contract(size)
@@ -98,45 +97,54 @@ no verdict because the task, the platform or the environment failed (as for eval
 					return err
 				}
 				for _, mode := range modes {
-					n++
-					a.progress("[%d/%d] %s (%s) %s", n, total, t.ID, size, mode)
-					res, err := target.Target().Baseline(a.ctx, sdk.BaselineRequest{Task: ct, Device: device, Mode: mode, Config: a.cfg.Contract}, progress)
-					ev, err := rec.Record(a.ctx, record.Attempt{Task: ct, Device: device, Config: a.cfg.Contract, Result: res, Err: err})
-					if errors.Is(err, record.ErrInterrupted) {
-						tw.Flush()
-						return exitError{code: exitInterrupted, msg: "interrupted; baselines measured so far are stored"}
-					}
-					if err != nil {
-						return err
-					}
-					res = ev.Result
-					b := store.Baseline{TaskID: t.ID, TaskHash: ct.Hash, Size: size, Mode: mode, Device: device, Evaluation: ev.ID,
-						Fingerprint: res.Fingerprint, Platform: ev.Platform, Verdict: res.Verdict, Contract: res.Contract, MeasuredAt: res.FinishedAt}
-					if res.Verdict == contract.Pass && res.Timing != nil {
-						b.Stats = &res.Timing.Candidate
-						b.Eager = &res.Timing.Reference
-						b.Speedup = res.Timing.Speedup
-						b.CompileS = res.ModelCompileS
+					items = append(items, baselineItem{task: t, size: size, ct: ct, mode: mode})
+				}
+			}
+			rec := a.recorder(st, target)
+			var failed, noVerdict int
+			measured, err := a.measureBaselines(target.Target(), devices, items, progress)
+			if err != nil {
+				return err
+			}
+			for i, it := range items {
+				t, size, ct, mode := it.task, it.size, it.ct, it.mode
+				m := <-measured[i]
+				res, err, device := m.res, m.err, m.device
+				ev, err := rec.Record(a.ctx, record.Attempt{Task: ct, Device: device, Config: a.cfg.Contract, Result: res, Err: err})
+				if errors.Is(err, record.ErrInterrupted) {
+					tw.Flush()
+					return exitError{code: exitInterrupted, msg: "interrupted; baselines measured so far are stored"}
+				}
+				if err != nil {
+					return err
+				}
+				res = ev.Result
+				b := store.Baseline{TaskID: t.ID, TaskHash: ct.Hash, Size: size, Mode: mode, Device: device, Evaluation: ev.ID,
+					Fingerprint: res.Fingerprint, Platform: ev.Platform, Verdict: res.Verdict, Contract: res.Contract, MeasuredAt: res.FinishedAt}
+				if res.Verdict == contract.Pass && res.Timing != nil {
+					b.Stats = &res.Timing.Candidate
+					b.Eager = &res.Timing.Reference
+					b.Speedup = res.Timing.Speedup
+					b.CompileS = res.ModelCompileS
+				} else {
+					b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
+				}
+				switch ev.Blame {
+				case "":
+				case record.BlameKernel:
+					failed++
+				default:
+					noVerdict++
+				}
+				if err := st.PutBaseline(b); err != nil {
+					return err
+				}
+				out = append(out, b)
+				if !asJSON {
+					if b.Stats != nil {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, b.Speedup, compileSeconds(b.CompileS))
 					} else {
-						b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
-					}
-					switch ev.Blame {
-					case "":
-					case record.BlameKernel:
-						failed++
-					default:
-						noVerdict++
-					}
-					if err := st.PutBaseline(b); err != nil {
-						return err
-					}
-					out = append(out, b)
-					if !asJSON {
-						if b.Stats != nil {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, b.Speedup, compileSeconds(b.CompileS))
-						} else {
-							fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
-						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
 					}
 				}
 			}
@@ -176,4 +184,62 @@ func compileSeconds(s float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f", s)
+}
+
+// baselineItem is one mode of one task to time.
+type baselineItem struct {
+	task *registry.Task
+	size string
+	ct   sdk.Task
+	mode string
+}
+
+// baselineRun is a timed baseline and the device it ran on.
+type baselineRun struct {
+	res    *sdk.Result
+	err    error
+	device string
+}
+
+// measureBaselines times the items over the devices, one timing per device at a time, a task's
+// modes going back to the device that holds its reference; each item's result arrives on its own
+// channel, so that the caller records them in order.
+func (a *app) measureBaselines(tg sdk.Target, devices []string, items []baselineItem, progress sdk.Progress) ([]chan baselineRun, error) {
+	sched, err := placement.New(devices)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chan baselineRun, len(items))
+	for i := range out {
+		out[i] = make(chan baselineRun, 1)
+	}
+	window := make(chan struct{}, 2*len(devices)) // the waiting ones a freed device chooses from
+	go func() {
+		for i, it := range items {
+			select {
+			case window <- struct{}{}:
+			case <-a.ctx.Done():
+				out[i] <- baselineRun{err: a.ctx.Err(), device: devices[0]}
+				continue
+			}
+			ticket := sched.Request(it.ct.ID + "\x00" + it.size)
+			go func() {
+				defer func() { <-window }()
+				dev, release, err := ticket.Wait(a.ctx)
+				if err != nil {
+					out[i] <- baselineRun{err: err, device: devices[0]}
+					return
+				}
+				defer release()
+				on := ""
+				if len(devices) > 1 {
+					on = " on " + dev
+				}
+				a.progress("[%d/%d] %s (%s) %s%s", i+1, len(items), it.task.ID, it.size, it.mode, on)
+				res, err := tg.Baseline(a.ctx, sdk.BaselineRequest{Task: it.ct, Device: dev, Mode: it.mode, Config: a.cfg.Contract}, progress)
+				out[i] <- baselineRun{res: res, err: err, device: dev}
+			}()
+		}
+	}()
+	return out, nil
 }

@@ -77,6 +77,8 @@ func TestFailuresAreBlamedOnTheRightParty(t *testing.T) {
 		for _, args := range [][]string{
 			{"eval", "--task", "kbp/l1/relu", "--kernel", relu, "--device", "cuda:7"},
 			{"baseline", "--task", "kbp/l1/relu", "--modes", "eager", "--device", "cuda:7"},
+			{"eval", "--task", "kbp/l1/relu", "--kernel", relu, "--device", "cpu,cuda:7"},
+			{"baseline", "--task", "kbp/l1/relu", "--modes", "eager", "--device", "cuda:7,cpu"},
 		} {
 			_, errOut, code := run(t, env, append(args, fast...)...)
 			if code != exitNoVerdict || !strings.Contains(errOut, "no device cuda:7") {
