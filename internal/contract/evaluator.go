@@ -161,7 +161,10 @@ func deviceEnv(device string) (workerDevice string, env []string, err error) {
 		if _, err := strconv.Atoi(idx); err != nil {
 			return "", nil, fmt.Errorf("%w: bad device %q", ErrHarness, device)
 		}
-		return "cuda:0", []string{"CUDA_VISIBLE_DEVICES=" + idx}, nil
+		// CUDA numbers GPUs fastest first unless told otherwise, NVML and nvidia-smi by PCI bus: on
+		// a host of mixed GPUs cuda:1 of one could be index 0 of the other, and the record would
+		// carry another GPU's fingerprint. PCI order makes the target's cuda:N NVML's index N.
+		return "cuda:0", []string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=" + idx}, nil
 	}
 	return "", nil, fmt.Errorf("%w: unknown device %q (want cpu or cuda:N)", ErrHarness, device)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -75,7 +76,7 @@ func cpuModel() string {
 func nvidiaSMI(index string) map[string]any {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fields := []string{"name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "power.limit", "temperature.gpu", "pstate"}
+	fields := []string{"name", "uuid", "pci.bus_id", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "power.limit", "temperature.gpu", "pstate"}
 	out, err := exec.CommandContext(ctx, "nvidia-smi", "-i", index, "--query-gpu="+strings.Join(fields, ","), "--format=csv,noheader,nounits").Output()
 	if err != nil {
 		return nil
@@ -84,15 +85,17 @@ func nvidiaSMI(index string) map[string]any {
 	if len(vals) != len(fields) {
 		return nil
 	}
-	keys := []string{"gpu_name", "driver", "sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "power_limit_w", "temperature_c", "pstate"}
-	m := map[string]any{}
+	keys := []string{"gpu_name", "gpu_uuid", "gpu_pci_bus_id", "driver", "sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "power_limit_w", "temperature_c", "pstate"}
+	m := map[string]any{"gpu_index": index}
 	for i, k := range keys {
 		m[k] = strings.TrimSpace(vals[i])
 	}
 	return m
 }
 
-// fingerprint merges the worker's view with the host's.
+// fingerprint merges the worker's view with the host's. Where both name the GPU's UUID and they
+// differ, the host described another GPU than the one the evaluation ran on: the record says so
+// rather than carry a wrong identity silently.
 func (e *Evaluator) fingerprint(device string, worker Fingerprint) Fingerprint {
 	fp := Fingerprint{}
 	for k, v := range worker {
@@ -102,7 +105,21 @@ func (e *Evaluator) fingerprint(device string, worker Fingerprint) Fingerprint {
 		fp[k] = v
 	}
 	fp["python_path"] = e.opt.Python.Path
+	if w, h := normUUID(worker["device_uuid"]), normUUID(fp["gpu_uuid"]); w != "" && h != "" && w != h {
+		fp["gpu_identity"] = fmt.Sprintf("mismatch: the evaluation ran on GPU %s, the host described %s", w, h)
+	}
 	return fp
+}
+
+// normUUID reduces NVML's "GPU-8f3c…" and torch's "8f3c…" to one form: "" when absent or not a
+// UUID (a torch whose uuid prints otherwise must not read as another GPU).
+func normUUID(v any) string {
+	s, _ := v.(string)
+	s = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(s), "GPU-"))
+	if len(s) < 32 || strings.Trim(s, "0123456789abcdef-") != "" {
+		return ""
+	}
+	return s
 }
 
 func hashString(s string) string {

@@ -67,8 +67,12 @@ func hostInfo(device string) sdk.Fingerprint {
 	if v, ret := d.GetName(); ret == nvml.SUCCESS {
 		fp["gpu_name"] = v
 	}
+	fp["gpu_index"] = fmt.Sprint(idx)
 	if v, ret := d.GetUUID(); ret == nvml.SUCCESS {
 		fp["gpu_uuid"] = v
+	}
+	if v, ret := d.GetPciInfo(); ret == nvml.SUCCESS {
+		fp["gpu_pci_bus_id"] = pciBusID(v.BusId)
 	}
 	if v, ret := d.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
 		fp["sm_clock_mhz"] = fmt.Sprint(v)
@@ -92,4 +96,16 @@ func hostInfo(device string) sdk.Fingerprint {
 		fp["nvml_compute_capability"] = fmt.Sprintf("%d.%d", maj, min)
 	}
 	return fp
+}
+
+// pciBusID reads NVML's NUL-terminated bus id.
+func pciBusID(b [32]int8) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
 }

@@ -36,6 +36,11 @@ def collect(device):
             sm_count=props.multi_processor_count,
             device_memory_bytes=props.total_memory,
         )
+        # The GPU's own identity, so the driver can check it described the same GPU (torch 2.x
+        # has it; 1.13 does not).
+        uuid = getattr(props, "uuid", None)
+        if uuid is not None:
+            fp["device_uuid"] = str(uuid)
         try:
             fp["cudnn"] = str(torch.backends.cudnn.version() or "")
         except Exception:
