@@ -31,7 +31,11 @@ type Report struct {
 	AtK          []AtKRow   `json:"at_k,omitempty"`
 	Turns        []TurnRow  `json:"turns,omitempty"`
 	Missing      int        `json:"missing_baseline,omitempty"` // tasks without the baseline on their hardware
-	units        []*metrics.Unit
+	// Hardware lists the GPU models (else CPUs) the study's kernels ran on when there is more
+	// than one (a mixed host, a study resumed elsewhere): these tables pool them, and
+	// `study report --compare ID` splits them, one side per model.
+	Hardware []string `json:"hardware,omitempty"`
+	units    []*metrics.Unit
 }
 
 // ArmTable is one arm's summary.
@@ -87,9 +91,19 @@ func Build(s *Study, opt Options) *Report {
 	if len(ps) == 0 {
 		ps = metrics.DefaultP
 	}
-	units := metrics.Units(s.Rows())
+	rows := s.Rows()
+	units := metrics.Units(rows)
 	rep := &Report{Study: s.ID, Name: s.Name, Baseline: mo.Baseline, ExcludeFlags: mo.ExcludeFlags, P: ps,
 		Attempts: len(s.Attempts), units: units}
+	for _, r := range rows {
+		if r.Hardware != "" && !slices.Contains(rep.Hardware, r.Hardware) {
+			rep.Hardware = append(rep.Hardware, r.Hardware)
+		}
+	}
+	if len(rep.Hardware) < 2 {
+		rep.Hardware = nil
+	}
+	sort.Strings(rep.Hardware)
 	armKey := func(u *metrics.Unit) string { return u.Arm.String() }
 	arms, byArm := metrics.Group(units, armKey)
 	missing := map[string]bool{}

@@ -38,6 +38,10 @@ func (r *Report) writeText(w io.Writer) error {
 	if len(r.ExcludeFlags) > 0 {
 		fmt.Fprintf(w, "results flagged %s count as incorrect\n", strings.Join(r.ExcludeFlags, ", "))
 	}
+	if len(r.Hardware) > 1 {
+		fmt.Fprintf(w, "ran on %d kinds of hardware (%s): these tables pool them; study report --compare %s splits them\n",
+			len(r.Hardware), strings.Join(r.Hardware, "; "), r.Study)
+	}
 	if len(r.Arms) == 0 {
 		_, err := fmt.Fprintln(w, "no attempts recorded yet")
 		return err
