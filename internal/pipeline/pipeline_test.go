@@ -63,7 +63,7 @@ func TestRunPlacesOnEveryDevice(t *testing.T) {
 	models := map[string]string{"cuda:0": "H200", "cuda:1": "H200", "cuda:2": "H200", "cuda:3": "H200"}
 	f := newFake(3 * time.Millisecond)
 	r := &Runner{Eval: f, CompileWorkers: 3, Devices: devs, Models: models}
-	jobs := batch(4, 6)
+	jobs := append(batch(4, 6), batch(4, 6)...) // every kernel twice: built once
 	var got []Outcome
 	r.Run(context.Background(), jobs, func(o Outcome) { got = append(got, o) })
 	if len(got) != len(jobs) {

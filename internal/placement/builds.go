@@ -8,12 +8,16 @@ import (
 // Builds runs each build once, however many devices will evaluate it: a candidate's extension
 // is built for a device model (the same source, flags and GPU model give the same binary), so a
 // second device of that model reuses the first build rather than compiling again. Builds are
-// bounded by a shared pool of workers.
+// bounded by a shared pool of workers. The most recent keepBuilds results are kept (a study of
+// thousands of candidates must not hold every build log), older ones are built again if asked.
 type Builds[T any] struct {
-	sem  chan struct{}
-	mu   sync.Mutex
-	done map[string]*build[T]
+	sem   chan struct{}
+	mu    sync.Mutex
+	done  map[string]*build[T]
+	order []string // keys, oldest first
 }
+
+const keepBuilds = 1024
 
 type build[T any] struct {
 	ready chan struct{}
@@ -43,6 +47,12 @@ func (b *Builds[T]) Do(ctx context.Context, key string, fn func(context.Context)
 	}
 	e := &build[T]{ready: make(chan struct{})}
 	b.done[key] = e
+	b.order = append(b.order, key)
+	for len(b.order) > keepBuilds {
+		// Callers still waiting on an evicted build keep their own reference to it.
+		delete(b.done, b.order[0])
+		b.order = b.order[1:]
+	}
 	b.mu.Unlock()
 	select {
 	case b.sem <- struct{}{}:
@@ -53,7 +63,9 @@ func (b *Builds[T]) Do(ctx context.Context, key string, fn func(context.Context)
 	}
 	if ctx.Err() != nil && e.err != nil {
 		b.mu.Lock()
-		delete(b.done, key)
+		if b.done[key] == e {
+			delete(b.done, key)
+		}
 		b.mu.Unlock()
 	}
 	close(e.ready)
