@@ -170,8 +170,8 @@ type workerMemory struct {
 	PeakAllocated int64 `json:"peak_allocated"`
 	// EvidencePeak is the float64 precision run's own peak, kept out of PeakReserved.
 	EvidencePeak int64 `json:"evidence_peak_reserved"`
-	Free          int64 `json:"free"`
-	Total         int64 `json:"total"`
+	Free         int64 `json:"free"`
+	Total        int64 `json:"total"`
 }
 
 // noteLoad keeps what a load of the reference reported about memory.
