@@ -400,7 +400,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.Float64Var(&cost, "budget-cost", 0, "model spend per unit in dollars (0: unlimited)")
 	f.Float64Var(&studySeconds, "study-budget-seconds", 0, "wall time of the whole study over all its runs; no unit starts after it (0: unlimited)")
 	f.Float64Var(&studyCost, "study-budget-cost", 0, "model spend of the whole study in dollars; no unit starts after it (0: unlimited)")
-	f.IntVar(&parallel, "parallel", 0, "units run at once (default 1 on a CPU, 4 on a GPU); evaluations still take each device one at a time")
+	f.IntVar(&parallel, "parallel", 0, "units run at once (default 1 on a CPU, 4 on a GPU, 2 per GPU on more than two); evaluations still take each device one at a time")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&noCache, "no-cache", false, "send every model request even when the response cache holds its reply")
 	addContractFlags(cmd)
