@@ -175,7 +175,10 @@ environment failed (the record says which).`,
 			}
 			var storeErr error
 			interrupted := 0
+			perDevice := map[string]int{}
+			began := time.Now()
 			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
+				perDevice[o.Job.Device]++
 				if o.Result != nil {
 					study.ApplyFlags(o.Result, runIssues[o.Index])
 				}
@@ -204,6 +207,16 @@ environment failed (the record says which).`,
 					a.progress("[%d/%d] %s %s%s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, on, shortVerdict(ev.Result))
 				}
 			})
+			if len(devices) > 1 && len(jobs) > 0 {
+				// What the lead's scaling check reads: the throughput and how the work was spread.
+				var parts []string
+				for _, d := range devices {
+					parts = append(parts, fmt.Sprintf("%s %d", d, perDevice[d]))
+				}
+				el := time.Since(began)
+				a.progress("%d evaluations in %.0fs on %d devices (%.0f an hour): %s", len(jobs), el.Seconds(), len(devices),
+					float64(len(jobs))/el.Hours(), strings.Join(parts, ", "))
+			}
 			if storeErr != nil {
 				return fmt.Errorf("storing results: %w", storeErr)
 			}
