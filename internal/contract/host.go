@@ -105,6 +105,10 @@ func (e *Evaluator) fingerprint(device string, worker Fingerprint) Fingerprint {
 		fp[k] = v
 	}
 	fp["python_path"] = e.opt.Python.Path
+	if device != "" {
+		// The worker sees its one GPU as cuda:0; the record names the host's device.
+		fp["device"] = device
+	}
 	if w, h := normUUID(worker["device_uuid"]), normUUID(fp["gpu_uuid"]); w != "" && h != "" && w != h {
 		fp["gpu_identity"] = fmt.Sprintf("mismatch: the evaluation ran on GPU %s, the host described %s", w, h)
 	}

@@ -41,7 +41,7 @@ func TestFingerprintGPUIdentity(t *testing.T) {
 		{"another GPU", "aaaa0000-2222-2222-3333-444455556666", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := Fingerprint{"device_name": "NVIDIA H200"}
+			w := Fingerprint{"device_name": "NVIDIA H200", "device": "cuda:0"}
 			if tc.worker != "" {
 				w["device_uuid"] = tc.worker
 			}
@@ -50,7 +50,7 @@ func TestFingerprintGPUIdentity(t *testing.T) {
 			if (got != "") != tc.mismatch || (tc.mismatch && !strings.Contains(got, "aaaa0000-2222-2222-3333-444455556666")) {
 				t.Fatalf("gpu_identity %q, want mismatch %v", got, tc.mismatch)
 			}
-			if fp["gpu_uuid"] != "GPU-8F3C0000-1111-2222-3333-444455556666" || fp["gpu_index"] != "3" {
+			if fp["gpu_uuid"] != "GPU-8F3C0000-1111-2222-3333-444455556666" || fp["gpu_index"] != "3" || fp["device"] != "cuda:3" {
 				t.Fatalf("fingerprint lost the host's GPU identity: %v", fp)
 			}
 		})
