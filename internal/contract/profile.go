@@ -109,7 +109,7 @@ func (r *evalRun) profile(k Kernel) {
 	for _, f := range runtimeFlags(ev, own, prec, k.Source) {
 		r.res.AddFlag(f)
 	}
-	r.res.Warnings = append(r.res.Warnings, evidenceWarnings(ev, r.res.Profile)...)
+	r.res.Warnings = append(r.res.Warnings, evidenceWarnings(ev, own)...)
 }
 
 // demangle gives every kernel its demangled name: the profiler passes some on as the linker

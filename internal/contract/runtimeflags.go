@@ -62,18 +62,7 @@ func noCustomKernel(ev workerEvidence, own ownKernels) (Flag, bool) {
 		return Flag{Name: sdk.FlagNoCustomKernel, Reason: fmt.Sprintf("runtime: the candidate built %s but its forward called none of its functions%s",
 			strings.Join(ev.Extensions, ", "), topOps(ev.Rows))}, true
 	}
-	var kernels, total float64
-	var n int
-	for _, row := range ev.Rows {
-		if row.Kind != "kernel" {
-			continue
-		}
-		n++
-		total += row.US
-		if own.custom(row.Name) {
-			kernels += row.US
-		}
-	}
+	kernels, _, n := deviceTime(ev, own)
 	switch {
 	case kernels > 0:
 		return Flag{}, false
@@ -88,6 +77,22 @@ func noCustomKernel(ev workerEvidence, own ownKernels) (Flag, bool) {
 		reason += fmt.Sprintf("; its extension's functions were called %d time(s) and launched none of their own", calls)
 	}
 	return Flag{Name: sdk.FlagNoCustomKernel, Reason: reason}, true
+}
+
+// deviceTime splits a GPU forward's device time between the candidate's own kernels and all of
+// them, over every kernel the profiler recorded (the stored profile keeps only the top rows).
+func deviceTime(ev workerEvidence, own ownKernels) (custom, total float64, kernels int) {
+	for _, row := range ev.Rows {
+		if row.Kind != "kernel" {
+			continue
+		}
+		kernels++
+		total += row.US
+		if own.custom(row.Name) {
+			custom += row.US
+		}
+	}
+	return custom, total, kernels
 }
 
 func extCallCount(ev workerEvidence) int64 {
@@ -157,16 +162,11 @@ func usesTF32(source string) bool {
 
 // evidenceWarnings are what the evidence shows without raising a flag: a profiler that recorded
 // nothing, or custom kernels (on the CPU, extension functions) that did a small share of the work.
-func evidenceWarnings(ev workerEvidence, p *Profile) []string {
+func evidenceWarnings(ev workerEvidence, own ownKernels) []string {
 	if ev.Error != "" {
 		return []string{"runtime evidence not collected: " + ev.Error}
 	}
-	var n int
-	for _, row := range ev.Rows {
-		if row.Kind == "kernel" {
-			n++
-		}
-	}
+	custom, total, n := deviceTime(ev, own)
 	if ev.Device == "cuda" && n == 0 && ev.Launches > 0 {
 		return []string{fmt.Sprintf("runtime evidence: the profiler saw %d kernel launches but no device activity; no_custom_kernel not decided", ev.Launches)}
 	}
@@ -185,17 +185,8 @@ func evidenceWarnings(ev workerEvidence, p *Profile) []string {
 		}
 		return nil
 	}
-	if p == nil || p.TotalUS <= 0 {
-		return nil
-	}
-	var own float64
-	for _, k := range p.Kernels {
-		if k.Custom {
-			own += k.TotalUS
-		}
-	}
-	if own > 0 && own/p.TotalUS < customShareWarning {
-		return []string{fmt.Sprintf("runtime evidence: the candidate's own kernels took %.1f%% of a profiled forward's device time; the rest ran in PyTorch's or a library's kernels", 100*own/p.TotalUS)}
+	if custom > 0 && custom/total < customShareWarning {
+		return []string{fmt.Sprintf("runtime evidence: the candidate's own kernels took %.1f%% of a profiled forward's device time; the rest ran in PyTorch's or a library's kernels", 100*custom/total)}
 	}
 	return nil
 }

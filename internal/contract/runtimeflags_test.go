@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,20 +96,29 @@ func TestBuildProfile(t *testing.T) {
 }
 
 func TestEvidenceWarnings(t *testing.T) {
-	p := &Profile{TotalUS: 1000, Kernels: []KernelTime{{Name: "aten", TotalUS: 980}, {Name: "mine", TotalUS: 20, Custom: true}}}
-	w := evidenceWarnings(workerEvidence{Device: "cuda", Rows: []evidenceRow{{Kind: "kernel"}}}, p)
+	own := kernelsOf("__global__ void mine(float* x) {}")
+	// 25 library kernels and the candidate's own at 2% of the time: the share is counted over
+	// every kernel, not only those the stored profile keeps.
+	rows := []evidenceRow{{Name: "mine(float*)", US: 20, Kind: "kernel"}}
+	for i := range 25 {
+		rows = append(rows, evidenceRow{Name: fmt.Sprintf("void at::native::k%d<float>(float*)", i), US: 39.2, Kind: "kernel"})
+	}
+	w := evidenceWarnings(workerEvidence{Device: "cuda", Rows: rows}, own)
 	if len(w) != 1 || !strings.Contains(w[0], "2.0%") {
 		t.Errorf("got %q", w)
 	}
-	if w := evidenceWarnings(workerEvidence{Device: "cuda", Launches: 2}, nil); len(w) != 1 || !strings.Contains(w[0], "not decided") {
+	if w := evidenceWarnings(workerEvidence{Device: "cuda", Rows: rows[:1]}, own); len(w) != 0 {
+		t.Errorf("own kernels only: got %q", w)
+	}
+	if w := evidenceWarnings(workerEvidence{Device: "cuda", Launches: 2}, own); len(w) != 1 || !strings.Contains(w[0], "not decided") {
 		t.Errorf("got %q", w)
 	}
 	noop := workerEvidence{Device: "cpu", ExtCalls: []evidenceRow{{Name: "m.noop", US: 5}}, Rows: []evidenceRow{{Name: "aten::relu", US: 995, Kind: "op"}}}
-	if w := evidenceWarnings(noop, nil); len(w) != 1 || !strings.Contains(w[0], "extension functions took 0.5%") {
+	if w := evidenceWarnings(noop, own); len(w) != 1 || !strings.Contains(w[0], "extension functions took 0.5%") {
 		t.Errorf("cpu: got %q", w)
 	}
 	honest := workerEvidence{Device: "cpu", ExtCalls: []evidenceRow{{Name: "m.relu", US: 20}}, Rows: []evidenceRow{{Name: "aten::empty_like", US: 1, Kind: "op"}}}
-	if w := evidenceWarnings(honest, nil); len(w) != 0 {
+	if w := evidenceWarnings(honest, own); len(w) != 0 {
 		t.Errorf("honest cpu: got %q", w)
 	}
 }
