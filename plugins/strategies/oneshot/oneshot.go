@@ -4,8 +4,6 @@ package oneshot
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/kbplatform/kbplatform/plugins/strategies/internal/search"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -55,72 +53,26 @@ func (s *Strategy) Configure(_ context.Context, c sdk.Configuration) error {
 	return nil
 }
 
-// Run asks once and evaluates what comes back.
+// Run asks once and evaluates what comes back: one turn of one candidate, as every strategy's
+// turns are made (search.Run), so that oneshot's attempts, failures and budget stops are recorded
+// exactly as the other strategies' are.
 func (s *Strategy) Run(ctx context.Context, req sdk.RunRequest, p sdk.Platform) (*sdk.RunResult, error) {
 	variant, err := s.s.PromptVariant()
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := p.Prompt(ctx, variant, "", nil)
+	t, err := s.s.TemperatureOr(0)
 	if err != nil {
-		return nil, fmt.Errorf("prompt: %w", err)
+		return nil, err
 	}
-	temp := 0.0
-	if s.s.Temperature != nil {
-		temp = *s.s.Temperature
+	run := search.New(p, req)
+	if _, err := run.Turn(ctx, search.Ask{Variant: variant, FeedbackKind: "none", N: 1, Temperature: t,
+		MaxTokens: s.s.MaxTokens, Parent: -1, Name: "one-shot"}); err != nil {
+		return nil, err
 	}
-	seed := req.Seed
-	gen, err := p.Generate(ctx, sdk.GenerateRequest{Messages: msgs, N: 1, TaskID: req.Task.ID,
-		Params: sdk.SamplingParams{Temperature: &temp, MaxTokens: s.s.MaxTokens, Seed: &seed}})
-	if (err != nil && !sdk.Transient(err)) || (err == nil && len(gen.Completions) == 0) {
-		// The model gave nothing usable for this task (no kernel to replay, a refused or empty
-		// reply, a missing key, a prompt too long): a finished run without a kernel, its failure
-		// classified on the attempt. Retrying would give the same. Transient failures (rate
-		// limits, a provider down) return an error instead, so a resumed study tries again.
-		note, failure := "the model returned no completion", sdk.FailureEmptyReply
-		if err != nil {
-			note, failure = err.Error(), sdk.FailureClass(err)
-		}
-		if errors.Is(err, sdk.ErrBudgetExhausted) {
-			failure = ""
-		}
-		if _, rerr := p.Record(ctx, sdk.Attempt{Step: 0, ParentStep: -1, FeedbackKind: "none", Note: note, Failure: failure, Prompt: msgs, Temperature: temp}); rerr != nil {
-			return nil, fmt.Errorf("record: %w", rerr)
-		}
-		return &sdk.RunResult{Attempts: 1, Note: note}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("generate: %w", err)
-	}
-	reply := gen.Completions[0].Text
-	attempt := sdk.Attempt{Step: 0, ParentStep: -1, Completion: reply, FeedbackKind: "none", Prompt: msgs, Temperature: temp,
-		PromptTokens: gen.Usage.PromptTokens, CompletionTokens: gen.Usage.CompletionTokens, CallIDs: gen.CallIDs}
-	res := &sdk.RunResult{Attempts: 1}
-	src, err := p.Extract(ctx, reply)
-	switch {
-	case errors.Is(err, sdk.ErrNoCode):
-		// A generation failure, with what the reply had instead.
-		attempt.Note, attempt.Failure = err.Error(), sdk.FailureNoCode
-		res.Note = attempt.Note
-	case err != nil:
-		return nil, fmt.Errorf("extract: %w", err)
-	default:
-		ev, err := p.Evaluate(ctx, src, "one-shot")
-		if err != nil {
-			return nil, fmt.Errorf("evaluate: %w", err)
-		}
-		attempt.EvaluationID = ev.ID
-		attempt.KernelHash = ev.Result.Kernel.Hash
-		attempt.Note = ev.Result.Verdict
-		if ev.Result.ErrorClass != "" {
-			attempt.Note += " " + ev.Result.ErrorClass
-		}
-		if ev.Result.Verdict == sdk.Pass {
-			res.BestEvaluation = ev.ID
-		}
-	}
-	if _, err := p.Record(ctx, attempt); err != nil {
-		return nil, fmt.Errorf("record: %w", err)
+	res := run.Result()
+	if c := run.Step(0); res.Note == "" && c != nil && c.NoCode != "" {
+		res.Note = c.NoCode // the reply had no kernel: the run's one outcome
 	}
 	return res, nil
 }
