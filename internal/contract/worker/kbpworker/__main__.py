@@ -1,7 +1,8 @@
 """Entry point: python -B run.py {reference|candidate}.
 
 The driver speaks first (hello with settings), then sends one command at a time and waits for the
-reply. Replies carry the command's seq; the timed command sends an 'armed' event first.
+reply. Replies carry the command's seq; a timed call's start and end are marked on the clock
+channel. protocol.py lists every op with its command's and its reply's fields.
 """
 
 import os
@@ -9,11 +10,11 @@ import sys
 
 import torch
 
-from . import (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, tensorfile,
-               transport)
+from . import (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, protocol,
+               tensorfile, transport)
 
-OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, tensorfile,
-               transport)
+OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, protocol,
+               tensorfile, transport)
 PROTOCOL = 4  # 4: the profile op and the compare op's precision field
 
 
@@ -56,11 +57,14 @@ class Worker:
         return self.guard.check() if self.guard else []
 
     def handle(self, cmd):
-        op = cmd.get("op")
-        seq = cmd.get("seq")
-        fn = getattr(self, "op_" + str(op), None)
+        seq = cmd.get("seq") if isinstance(cmd, dict) else None
+        # A command the protocol does not describe (an unknown op, a missing or unknown field) is
+        # the driver's mistake: say which, before any op runs on it.
+        problem = protocol.check(cmd)
+        fn = getattr(self, "op_" + cmd["op"], None) if problem is None else None
         if fn is None:
-            return self.reply(seq, {"ok": False, "error": {"class": "harness_error", "message": "unknown op %r" % op}})
+            problem = problem or "unknown op %r" % cmd["op"]
+            return self.reply(seq, {"ok": False, "error": {"class": "harness_error", "message": problem}})
         try:
             body = fn(cmd, seq)
         except Exception as e:  # every failure becomes a structured reply
