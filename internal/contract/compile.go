@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,14 +38,14 @@ func (e *Evaluator) Compile(ctx context.Context, t Task, k Kernel, device string
 	if _, err := e.hello(ctx, p, settings); err != nil {
 		return fail(classOf(err), err.Error(), "", p.log.String())
 	}
-	resp, err := p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "build": false})
+	build := false
+	rep, err := call(ctx, p, e.opt.Config.CompileTimeout, loadRequest{TaskPath: taskPath, KernelPath: kpath, Build: &build})
 	if err != nil {
 		cls, msg, tb := describeErr(err)
 		return fail(cls, msg, tb, p.log.String())
 	}
-	_ = json.Unmarshal(resp["ext_builds"], &res.Builds)
-	_ = json.Unmarshal(resp["ext_hits"], &res.CacheHits)
-	if tampered := stringList(resp["tampered"]); len(tampered) > 0 {
+	res.Builds, res.CacheHits = rep.ExtBuilds, rep.ExtHits
+	if tampered := rep.Tampered; len(tampered) > 0 {
 		return fail(ClassTampering, "harness functions were replaced at import: "+strings.Join(tampered, ", "), "", p.log.String())
 	}
 	res.OK = true

@@ -64,28 +64,26 @@ func (r *evalRun) correctness() bool {
 func (r *evalRun) trialCall(tr *Trial, name string, checkInputs, digest bool) (compareReply, bool) {
 	cfg := r.e.opt.Config
 	base := filepath.Join(r.dumpDir, name)
-	cmd := map[string]any{"op": "trial", "seed": tr.Seed, "dist": tr.Dist, "dump": base}
+	req := trialRequest{Seed: tr.Seed, Dist: tr.Dist, Dump: base}
 	if checkInputs {
-		cmd["inputs_dump"] = base + "in"
+		req.InputsDump = base + "in"
 	}
-	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, cmd)
+	rep, err := call(r.ctx, r.cand, cfg.CallTimeout, req)
 	if err != nil {
-		r.tamper(stringList(resp["tampered"]))
+		r.tamper(rep.Tampered)
 		r.candFail("correctness", err)
 		return compareReply{}, false
 	}
-	if r.tamper(stringList(resp["tampered"])) {
+	if r.tamper(rep.Tampered) {
 		return compareReply{}, false
 	}
-	for _, m := range intList(resp["mutated"]) {
+	for _, m := range rep.Mutated {
 		if !slices.Contains(tr.InputChanged, m) {
 			tr.InputChanged = append(tr.InputChanged, m)
 		}
 	}
-	var callMS float64
-	_ = json.Unmarshal(resp["call_ms"], &callMS)
-	r.phases.GPUWork += callMS / 1e3
-	out, ins := resp["output"], resp["inputs"]
+	r.phases.GPUWork += rep.CallMS / 1e3
+	out, ins := rep.Output, rep.Inputs
 	if out == nil || (checkInputs && ins == nil) {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "correctness"
 		r.res.Message = "the trial reply does not carry the outputs the harness wrote"
@@ -105,25 +103,17 @@ func (r *evalRun) trialCall(tr *Trial, name string, checkInputs, digest bool) (c
 // (seed, dist), the candidate stopped meanwhile; with digest, the reply carries a content hash of
 // what it read. It returns false when the evaluation has its verdict.
 func (r *evalRun) compare(seed int, dist string, out, ins json.RawMessage, phase string, digest bool) (compareReply, bool) {
-	return r.compareWith(map[string]any{"digest": digest}, seed, dist, out, ins, phase)
+	return r.compareWith(compareRequest{Seed: seed, Dist: dist, Output: out, Inputs: ins, Digest: digest}, phase)
 }
 
-// compareWith is compare with more fields in the reference's command (precision: measure a
-// correct output's precision against a float64 run of the task).
-func (r *evalRun) compareWith(extra map[string]any, seed int, dist string, out, ins json.RawMessage, phase string) (compareReply, bool) {
-	ccmd := map[string]any{"op": "compare", "seed": seed, "dist": dist, "output": out, "strides": r.task.Strides}
-	for k, v := range extra {
-		ccmd[k] = v
-	}
-	if r.task.Tolerance != nil {
-		ccmd["tolerance"] = r.task.Tolerance
-	}
-	if ins != nil {
-		ccmd["inputs"] = ins
-	}
-	var cres map[string]json.RawMessage
+// compareWith is compare with more of the reference's command filled in by the caller
+// (Precision: measure a correct output's precision against a float64 run of the task); the
+// task's strides policy and tolerance are added here.
+func (r *evalRun) compareWith(req compareRequest, phase string) (compareReply, bool) {
+	req.Strides, req.Tolerance = r.task.Strides, r.task.Tolerance
+	var c compareReply
 	var err error
-	solo(r.cand, func() { cres, err = r.ref.p.call(r.ctx, r.e.opt.Config.CallTimeout, ccmd) })
+	solo(r.cand, func() { c, err = call(r.ctx, r.ref.p, r.e.opt.Config.CallTimeout, req) })
 	r.clearDumps()
 	if err != nil {
 		var we *workerError
@@ -135,32 +125,8 @@ func (r *evalRun) compareWith(extra map[string]any, seed int, dist string, out, 
 		r.refFail("compare", err)
 		return compareReply{}, false
 	}
-	c := decodeCompare(cres)
 	r.phases.GPUWork += c.RefCallMS / 1e3
 	return c, true
-}
-
-type compareReply struct {
-	Result struct {
-		OK      bool             `json:"ok"`
-		Kind    string           `json:"kind"`
-		Message string           `json:"message"`
-		Leaves  []map[string]any `json:"leaves"`
-	} `json:"result"`
-	// Digest is a content hash of each output leaf the reference read: two calls on one input
-	// that return equal digests returned the same bytes.
-	Digest        json.RawMessage `json:"digest"`
-	InputsChanged []int           `json:"inputs_changed"`
-	RefCallMS     float64         `json:"ref_call_ms"`
-	// Precision is the measured precision of a correct output, when asked (precision.py).
-	Precision json.RawMessage `json:"precision"`
-}
-
-func decodeCompare(raw map[string]json.RawMessage) compareReply {
-	var c compareReply
-	b, _ := json.Marshal(raw)
-	_ = json.Unmarshal(b, &c)
-	return c
 }
 
 // applyTrial folds a trial's comparison replies (two for the nondeterminism check) into the

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -204,7 +203,7 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 	r.ref = ref
 	r.res.Fingerprint = e.fingerprint(device, ref.fp)
 	// Outputs reach the reference through CUDA IPC where the reference can map them.
-	cand.settings["ipc"] = ref.ipc
+	cand.settings.IPC = ref.ipc
 	if _, err := e.hello(r.ctx, cand.p, cand.settings); err != nil {
 		r.candFail("start", err)
 		return
@@ -220,9 +219,9 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 	loadStart := time.Now()
 	refLoad := make(chan error, 1)
 	loadRef := func() {
-		resp, err := ref.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": initSeed, "mode": ref.mode})
+		rep, err := call(r.ctx, ref.p, cfg.CompileTimeout, loadRequest{TaskPath: taskPath, InitSeed: initSeed, Mode: ref.mode})
 		if err == nil {
-			ref.noteLoad(resp)
+			ref.noteLoad(rep)
 		}
 		refLoad <- err
 	}
@@ -243,7 +242,7 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 		go loadRef()
 	}
 	e.progress("loading %s", k.Name)
-	resp, candErr := cand.p.call(r.ctx, cfg.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "kernel_path": kpath, "init_seed": initSeed, "mode": r.mode})
+	rep, candErr := call(r.ctx, cand.p, cfg.CompileTimeout, loadRequest{TaskPath: taskPath, KernelPath: kpath, InitSeed: initSeed, Mode: r.mode})
 	if err := <-refLoad; err != nil {
 		r.refFail("reference", err)
 		return
@@ -251,14 +250,14 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, referen
 	r.phases.Load = time.Since(loadStart).Seconds()
 	if candErr != nil {
 		r.candFail("load", candErr)
-		r.tamper(stringList(resp["tampered"]))
+		r.tamper(rep.Tampered)
 		r.finish()
 		return
 	}
-	r.tamper(stringList(resp["tampered"]))
-	if raw, ok := resp["model_compile_s"]; ok && r.mode != "eager" {
+	r.tamper(rep.Tampered)
+	if rep.ModelCompileS != nil && r.mode != "eager" {
 		// Only baselines run a compile mode, and their "candidate" is the task's own Model.
-		_ = json.Unmarshal(raw, &r.res.ModelCompileS)
+		r.res.ModelCompileS = *rep.ModelCompileS
 	}
 
 	if !r.correctness() {
@@ -291,16 +290,14 @@ func (r *evalRun) memory() {
 	}
 	m := &MemoryUse{Footprint: r.ref.footprint, DeviceTotal: r.ref.total}
 	peak := func(p *proc) workerMemory {
-		var mem workerMemory
 		if p.exited() {
-			return mem
+			return workerMemory{}
 		}
-		resp, err := p.call(context.Background(), 10*time.Second, map[string]any{"op": "memory"})
+		rep, err := call(context.Background(), p, 10*time.Second, memoryRequest{})
 		if err != nil {
-			return mem
+			return workerMemory{}
 		}
-		_ = json.Unmarshal(resp["memory"], &mem)
-		return mem
+		return rep.Memory
 	}
 	ref := peak(r.ref.p)
 	m.ReferencePeak, m.EvidencePeak = ref.PeakReserved, ref.EvidencePeak

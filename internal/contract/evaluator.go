@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -171,10 +170,10 @@ func deviceEnv(device string) (workerDevice string, env []string, err error) {
 
 // workerSetup is how a worker of a role is started on a device: its environment and the settings
 // its hello sends.
-func (e *Evaluator) workerSetup(role, device string) (env []string, settings map[string]any, err error) {
+func (e *Evaluator) workerSetup(role, device string) (env []string, settings workerSettings, err error) {
 	wdev, env, err := deviceEnv(device)
 	if err != nil {
-		return nil, nil, err
+		return nil, settings, err
 	}
 	env = append(env,
 		"TRITON_CACHE_DIR="+filepath.Join(e.opt.CacheDir, "triton"),
@@ -193,54 +192,48 @@ func (e *Evaluator) workerSetup(role, device string) (env []string, settings map
 			env = append(env, k+"="+r.Env[k])
 		}
 	}
-	settings = map[string]any{
-		"device":      wdev,
-		"poison":      e.opt.Config.Poison,
-		"flush_cache": e.opt.Config.FlushCache,
-		"ext_cache":   filepath.Join(e.opt.CacheDir, "ext"),
+	settings = workerSettings{
+		Device:     wdev,
+		Poison:     e.opt.Config.Poison,
+		FlushCache: e.opt.Config.FlushCache,
+		ExtCache:   filepath.Join(e.opt.CacheDir, "ext"),
 	}
 	if wdev == "cpu" {
-		settings["cpu_threads"] = e.opt.Config.CPUThreads
+		settings.CPUThreads = e.opt.Config.CPUThreads
 	}
-	if c := e.opt.Python.Capability; c != "" {
-		settings["cuda_arch"] = c
-	}
+	settings.CUDAArch = e.opt.Python.Capability
 	if r := e.opt.Recipe; r != nil && role == "candidate" {
-		settings["recipe"] = map[string]any{"cflags": r.CFlags, "cuda_cflags": r.CUDAFlags, "include_paths": r.IncludePaths, "ldflags": r.LDFlags}
+		settings.Recipe = &buildFlags{CFlags: r.CFlags, CUDAFlags: r.CUDAFlags, IncludePaths: r.IncludePaths, LDFlags: r.LDFlags}
 	}
 	return env, settings, nil
 }
 
-func (e *Evaluator) spawn(role, device, dir string) (*proc, map[string]any, error) {
+func (e *Evaluator) spawn(role, device, dir string) (*proc, workerSettings, error) {
 	env, settings, err := e.workerSetup(role, device)
 	if err != nil {
-		return nil, nil, err
+		return nil, settings, err
 	}
 	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Env: env, LogCap: e.opt.Config.LogLimit})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrHarness, err)
+		return nil, settings, fmt.Errorf("%w: %v", ErrHarness, err)
 	}
 	return p, settings, nil
 }
 
-// helloReply is what a worker answers to hello.
-type helloReply struct {
-	Fingerprint Fingerprint `json:"fingerprint"`
-	// IPC: the worker can map other processes' GPU memory and bounds-check it (a reference that
-	// can receives the candidate's outputs in place).
-	IPC bool `json:"ipc"`
-}
-
-func (e *Evaluator) hello(ctx context.Context, p *proc, settings map[string]any) (helloReply, error) {
-	var h helloReply
-	resp, err := p.call(ctx, e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "hello", "settings": settings})
+// hello starts a worker's session. No candidate code has run in the process yet (the kernel is
+// imported by load), so a reply that cannot be read is the harness's own failure.
+func (e *Evaluator) hello(ctx context.Context, p *proc, settings workerSettings) (helloReply, error) {
+	h, err := call(ctx, p, e.opt.Config.CallTimeout+time.Minute, helloRequest{Settings: settings})
+	var pe *procError
+	if errors.As(err, &pe) && pe.malformed {
+		return h, &procError{Class: ClassHarness, Message: pe.Message}
+	}
 	if err != nil {
 		return h, err
 	}
-	if err := json.Unmarshal(resp["fingerprint"], &h.Fingerprint); err != nil || h.Fingerprint == nil {
+	if h.Fingerprint == nil {
 		return h, &procError{Class: ClassHarness, Message: "hello without fingerprint"}
 	}
-	_ = json.Unmarshal(resp["ipc"], &h.IPC)
 	return h, nil
 }
 
@@ -309,16 +302,4 @@ func describeErr(err error) (class, msg, tb string) {
 		return ClassTimeout, "the evaluation ran past its time limit; the process group was killed", ""
 	}
 	return classOf(err), err.Error(), ""
-}
-
-func stringList(raw json.RawMessage) []string {
-	var s []string
-	_ = json.Unmarshal(raw, &s)
-	return s
-}
-
-func intList(raw json.RawMessage) []int {
-	var s []int
-	_ = json.Unmarshal(raw, &s)
-	return s
 }

@@ -21,6 +21,8 @@ import (
 type procError struct {
 	Class   string
 	Message string
+	// malformed: a reply whose fields do not fit its op's reply type (call).
+	malformed bool
 }
 
 func (e *procError) Error() string { return e.Class + ": " + e.Message }
@@ -36,9 +38,11 @@ type workerError struct {
 
 func (e *workerError) Error() string { return e.Class + ": " + e.Message }
 
-// message is one line from the worker.
+// message is one line from the worker: the line, and its top-level fields (the envelope that
+// call checks before decoding the line as a reply).
 type message struct {
-	raw map[string]json.RawMessage
+	line []byte
+	raw  map[string]json.RawMessage
 }
 
 // proc is one worker process: its own process group, a command pipe, a reply pipe, a clock
@@ -143,7 +147,7 @@ func (p *proc) read(r *os.File) {
 				p.readErr = fmt.Errorf("malformed message on the reply channel: %.200q", line)
 				return
 			}
-			p.msgs <- message{raw: m}
+			p.msgs <- message{line: line, raw: m}
 		}
 		if err != nil {
 			return
@@ -372,7 +376,7 @@ func readStatBuf(pid int, buf []byte) (procStat, bool) {
 func (p *proc) close() {
 	p.resume()
 	if !p.exited() {
-		_ = p.send(map[string]any{"op": "exit"})
+		_ = p.send(exitRequest{})
 		select {
 		case <-p.done:
 		case <-time.After(5 * time.Second):
@@ -391,14 +395,14 @@ func (p *proc) exited() bool {
 	}
 }
 
-func (p *proc) send(cmd map[string]any) error {
+// send writes one command, numbered with the next seq.
+func (p *proc) send(cmd command) error {
 	p.seq++
-	cmd["seq"] = p.seq
-	b, err := json.Marshal(cmd)
+	line, err := frame(cmd, p.seq)
 	if err != nil {
 		return err
 	}
-	_, err = p.cmdW.Write(append(b, '\n'))
+	_, err = p.cmdW.Write(line)
 	return err
 }
 
@@ -418,15 +422,48 @@ func (p *proc) exitDescription() string {
 	return p.waitErr.Error()
 }
 
-// call sends one command and waits for its reply (timed regions are bracketed on the clock socket,
-// not here). A dead, hung or misbehaving worker yields a *procError.
-func (p *proc) call(ctx context.Context, timeout time.Duration, cmd map[string]any) (map[string]json.RawMessage, error) {
+// call sends one request to p and waits for its reply, decoded into the request's reply type
+// (timed regions are bracketed on the clock socket, not here). A dead, hung or misbehaving worker
+// yields a *procError; an error reply yields the worker's *workerError, with the reply decoded
+// (a candidate's error reply still says what its tamper guard found).
+//
+// Misbehaving: a line that is not this command's reply (another seq, an event, no status), or
+// one whose fields do not fit the reply's type, is tampering (the process is killed): only
+// something other than the harness writes those, and a field that cannot be read must not read
+// as its zero value (no tampering found, no input changed, no late writes).
+func call[R any](ctx context.Context, p *proc, timeout time.Duration, req request[R]) (R, error) {
+	var zero R
+	m, err := p.roundTrip(ctx, timeout, req)
+	if err != nil {
+		return zero, err
+	}
+	var rep R
+	if err := json.Unmarshal(m.line, &rep); err != nil {
+		p.kill()
+		return zero, &procError{Class: ClassTampering, Message: fmt.Sprintf("malformed %q reply on the reply channel: %v", req.op(), err), malformed: true}
+	}
+	var ok bool
+	_ = json.Unmarshal(m.raw["ok"], &ok) // roundTrip has checked it is a bool
+	if !ok {
+		var we workerError
+		if err := json.Unmarshal(m.raw["error"], &we); err != nil {
+			return rep, &workerError{Class: "harness_error", Message: "unreadable error reply"}
+		}
+		return rep, &we
+	}
+	return rep, nil
+}
+
+// roundTrip sends one command and waits for the line that answers it: the line carries the
+// command's seq and a status, and is no event.
+func (p *proc) roundTrip(ctx context.Context, timeout time.Duration, cmd command) (message, error) {
+	op := cmd.op()
 	if p.exited() {
-		return nil, p.deathError("before the command was sent")
+		return message{}, p.deathError("before the command was sent")
 	}
 	if err := p.send(cmd); err != nil {
 		<-p.done
-		return nil, p.deathError("while receiving a command")
+		return message{}, p.deathError("while receiving a command")
 	}
 	want := p.seq
 	timer := time.NewTimer(timeout)
@@ -435,47 +472,40 @@ func (p *proc) call(ctx context.Context, timeout time.Duration, cmd map[string]a
 		select {
 		case <-ctx.Done():
 			p.kill()
-			return nil, ctx.Err()
+			return message{}, ctx.Err()
 		case <-timer.C:
 			p.kill()
-			return nil, &procError{Class: "timeout", Message: fmt.Sprintf("no answer to %q within %s; the process group was killed", cmd["op"], timeout)}
+			return message{}, &procError{Class: "timeout", Message: fmt.Sprintf("no answer to %q within %s; the process group was killed", op, timeout)}
 		case m, ok := <-p.msgs:
 			if !ok {
 				if p.readErr != nil {
 					p.kill()
-					return nil, &procError{Class: "tampering", Message: p.readErr.Error()}
+					return message{}, &procError{Class: "tampering", Message: p.readErr.Error()}
 				}
 				select {
 				case <-p.done:
 				case <-time.After(10 * time.Second):
 					p.kill()
 				}
-				return nil, p.deathError(fmt.Sprintf("during %q", cmd["op"]))
+				return message{}, p.deathError(fmt.Sprintf("during %q", op))
 			}
 			var seq int
 			if err := json.Unmarshal(m.raw["seq"], &seq); err != nil || seq != want {
 				p.kill()
-				return nil, &procError{Class: "tampering", Message: fmt.Sprintf("unexpected message on the reply channel (seq %s, expected %d): something other than the harness wrote to it", m.raw["seq"], want)}
+				return message{}, &procError{Class: "tampering", Message: fmt.Sprintf("unexpected message on the reply channel (seq %s, expected %d): something other than the harness wrote to it", m.raw["seq"], want)}
 			}
 			if ev, ok := m.raw["event"]; ok {
 				var name string
 				_ = json.Unmarshal(ev, &name)
 				p.kill()
-				return nil, &procError{Class: "tampering", Message: fmt.Sprintf("unexpected event %q on the reply channel", name)}
+				return message{}, &procError{Class: "tampering", Message: fmt.Sprintf("unexpected event %q on the reply channel", name)}
 			}
 			var ok2 bool
 			if err := json.Unmarshal(m.raw["ok"], &ok2); err != nil {
 				p.kill()
-				return nil, &procError{Class: "tampering", Message: "reply without status on the reply channel"}
+				return message{}, &procError{Class: "tampering", Message: "reply without status on the reply channel"}
 			}
-			if !ok2 {
-				var we workerError
-				if err := json.Unmarshal(m.raw["error"], &we); err != nil {
-					return m.raw, &workerError{Class: "harness_error", Message: "unreadable error reply"}
-				}
-				return m.raw, &we
-			}
-			return m.raw, nil
+			return m, nil
 		}
 	}
 }

@@ -64,23 +64,23 @@ func (r *evalRun) profile(k Kernel) {
 	seed := int(r.rng.Int64N(1 << 30))
 	r.e.progress("profiling one call of %s", k.Name)
 	base := filepath.Join(r.dumpDir, "profile")
-	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "profile", "seed": seed, "dist": dist, "dump": base})
+	rep, err := call(r.ctx, r.cand, cfg.CallTimeout, profileRequest{Seed: seed, Dist: dist, Dump: base})
 	if err != nil {
-		r.tamper(stringList(resp["tampered"]))
+		r.tamper(rep.Tampered)
 		r.candFail("profile", err)
 		return
 	}
-	if r.tamper(stringList(resp["tampered"])) {
+	if r.tamper(rep.Tampered) {
 		r.res.Phase = "profile"
 		return
 	}
-	out := resp["output"]
+	out := rep.Output
 	if out == nil || !r.manifestInside(out) {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "profile"
 		r.res.Message = "the profiled call's reply does not carry the outputs the harness wrote"
 		return
 	}
-	c, ok := r.compareWith(map[string]any{"precision": true}, seed, dist, out, nil, "profile")
+	c, ok := r.compareWith(compareRequest{Seed: seed, Dist: dist, Output: out, Precision: true}, "profile")
 	if !ok {
 		return
 	}
@@ -92,7 +92,7 @@ func (r *evalRun) profile(k Kernel) {
 		return
 	}
 	var ev workerEvidence
-	if err := json.Unmarshal(resp["profile"], &ev); err != nil {
+	if err := json.Unmarshal(rep.Profile, &ev); err != nil {
 		r.res.Warnings = append(r.res.Warnings, "runtime evidence unreadable: "+err.Error())
 		return
 	}

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -175,14 +174,10 @@ type workerMemory struct {
 }
 
 // noteLoad keeps what a load of the reference reported about memory.
-func (r *refServer) noteLoad(resp map[string]json.RawMessage) {
-	var fp int64
-	var mem workerMemory
-	_ = json.Unmarshal(resp["footprint"], &fp)
-	_ = json.Unmarshal(resp["memory"], &mem)
+func (r *refServer) noteLoad(rep loadReply) {
 	r.measured = true
-	if fp > 0 {
-		r.footprint, r.free, r.total = fp, mem.Free, mem.Total
+	if rep.Footprint > 0 {
+		r.footprint, r.free, r.total = rep.Footprint, rep.Memory.Free, rep.Memory.Total
 	}
 }
 

@@ -11,12 +11,17 @@ import (
 func TestReferenceFits(t *testing.T) {
 	load := func(footprint, free, total int64) *refServer {
 		r := &refServer{device: "cuda:0"}
-		resp := map[string]json.RawMessage{}
+		// The reply as the worker writes it: footprint only where it measured one.
+		line := map[string]any{"seq": 2, "ok": true, "memory": map[string]int64{"free": free, "total": total}}
 		if footprint > 0 {
-			resp["footprint"], _ = json.Marshal(footprint)
+			line["footprint"] = footprint
 		}
-		resp["memory"], _ = json.Marshal(workerMemory{Free: free, Total: total})
-		r.noteLoad(resp)
+		b, _ := json.Marshal(line)
+		var rep loadReply
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		r.noteLoad(rep)
 		return r
 	}
 	const gib = int64(1) << 30

@@ -29,7 +29,7 @@ const (
 type candidate struct {
 	p        *proc
 	dir      string
-	settings map[string]any
+	settings workerSettings
 }
 
 // spareDepth is how many spares are kept per kind of candidate process. A spare's imports take
@@ -98,7 +98,7 @@ func (e *Evaluator) startSpares(device, key string) {
 		e.spares[key] = append(e.spares[key], s)
 		go func() {
 			defer close(s.ready)
-			_, s.err = c.p.call(context.Background(), e.opt.Config.CallTimeout+time.Minute, map[string]any{"op": "prepare"})
+			_, s.err = call(context.Background(), c.p, e.opt.Config.CallTimeout+time.Minute, prepareRequest{})
 		}()
 	}
 }

@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -43,11 +42,11 @@ func (r *evalRun) series(p *proc, n int, seeds []int, noop bool) (timedSeries, e
 	cfg := r.e.opt.Config
 	var ts timedSeries
 	for i := 0; i < n; i++ {
-		cmd := map[string]any{"op": "timed", "seed": 0, "dist": "default", "noop": noop}
+		req := timedRequest{Seed: 0, Dist: "default", Noop: noop}
 		if seeds != nil {
-			cmd["seed"] = seeds[i]
+			req.Seed = seeds[i]
 		}
-		resp, err := p.call(r.ctx, cfg.CallTimeout, cmd)
+		rep, err := call(r.ctx, p, cfg.CallTimeout, req)
 		if err != nil {
 			return ts, err
 		}
@@ -60,14 +59,12 @@ func (r *evalRun) series(p *proc, n int, seeds []int, noop bool) (timedSeries, e
 			return ts, &procError{Class: ClassTampering, Message: "timed call's end mark precedes its start mark on the clock channel"}
 		}
 		ts.kernelClock = armed.kernel && finished.kernel
-		var d float64
-		if jerr := json.Unmarshal(resp["device_ms"], &d); jerr != nil || math.IsNaN(d) || d < 0 {
+		if rep.DeviceMS == nil || math.IsNaN(*rep.DeviceMS) || *rep.DeviceMS < 0 {
 			return ts, &procError{Class: ClassTampering, Message: "timed call reported an invalid device time"}
 		}
-		ts.dev = append(ts.dev, d)
+		ts.dev = append(ts.dev, *rep.DeviceMS)
 		ts.wall = append(ts.wall, float64(finished.at.Sub(armed.at).Nanoseconds())/1e6)
-		var started int
-		if json.Unmarshal(resp["threads_started"], &started) == nil && started > 0 {
+		if rep.ThreadsStarted > 0 {
 			ts.threaded = append(ts.threaded, i)
 		}
 	}
@@ -194,12 +191,12 @@ func (r *evalRun) timing() {
 	if msg, _ := threadCheck(cand.threaded, len(cand.dev)); msg != "" {
 		r.res.Warnings = append(r.res.Warnings, "candidate: "+msg)
 	}
-	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "guard"})
+	g, err := call(r.ctx, r.cand, cfg.CallTimeout, guardRequest{})
 	if err != nil {
 		r.candFail("timing", err)
 		return
 	}
-	if r.tamper(stringList(resp["tampered"])) {
+	if r.tamper(g.Tampered) {
 		return
 	}
 
@@ -269,22 +266,20 @@ func (r *evalRun) recheck(i, seed int) (bool, error) {
 	t0 := time.Now()
 	defer func() { r.phases.Rechecks += time.Since(t0).Seconds() }()
 	base := filepath.Join(r.dumpDir, fmt.Sprintf("timed%d", i))
-	resp, err := r.cand.call(r.ctx, cfg.CallTimeout, map[string]any{"op": "dump_last", "dump": base, "inputs_dump": base + "in"})
+	rep, err := call(r.ctx, r.cand, cfg.CallTimeout, dumpLastRequest{Dump: base, InputsDump: base + "in"})
 	if err != nil {
 		r.candFail("timing", err)
 		return false, err
 	}
-	if r.tamper(stringList(resp["tampered"])) {
+	if r.tamper(rep.Tampered) {
 		return false, errors.New("tampering")
 	}
-	var late bool
-	_ = json.Unmarshal(resp["late_writes"], &late)
-	if late {
+	if rep.LateWrites {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "timing"
 		r.res.Message = fmt.Sprintf("the output of timed call %d kept changing after the call returned: work was left running in the background, outside the timed region", i)
 		return false, errors.New("tampering")
 	}
-	out, ins := resp["output"], resp["inputs"]
+	out, ins := rep.Output, rep.Inputs
 	if out == nil || ins == nil || !r.manifestInside(out) || !r.manifestInside(ins) {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "timing"
 		r.res.Message = "an output manifest is missing or points outside the evaluation's dump folder"

@@ -33,7 +33,7 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if err != nil {
 		return fail(err.Error())
 	}
-	resp, err := ref.p.call(ctx, e.opt.Config.CompileTimeout, map[string]any{"op": "load", "task_path": taskPath, "init_seed": 1, "mode": "eager"})
+	rep, err := call(ctx, ref.p, e.opt.Config.CompileTimeout, loadRequest{TaskPath: taskPath, InitSeed: 1, Mode: "eager"})
 	if err != nil {
 		cls, msg, _ := describeErr(err)
 		ref.p.kill()
@@ -42,7 +42,7 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 		}
 		return fail("the reference does not build: " + msg)
 	}
-	ref.noteLoad(resp)
+	ref.noteLoad(rep)
 	if msg := ref.fits(); msg != "" {
 		return fail(msg)
 	}
@@ -50,32 +50,17 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if len(dists) == 0 {
 		dists = []string{"default", "scaled"}
 	}
-	cmd := map[string]any{"op": "validate", "distributions": dists, "seeds": []int{11, 12}}
-	if t.Tolerance != nil {
-		cmd["tolerance"] = t.Tolerance
-	}
-	resp, err = ref.p.call(ctx, e.opt.Config.CallTimeout, cmd)
+	vrep, err := call(ctx, ref.p, e.opt.Config.CallTimeout, validateRequest{Distributions: dists, Seeds: []int{11, 12}, Tolerance: t.Tolerance})
 	if err != nil {
 		_, msg, _ := describeErr(err)
 		ref.p.kill()
 		return fail("the reference raised: " + msg)
 	}
-	var rep struct {
-		Distributions []struct {
-			Dist          string           `json:"dist"`
-			Nonfinite     int              `json:"nonfinite"`
-			Deterministic bool             `json:"deterministic"`
-			Varies        *bool            `json:"varies_with_seed"`
-			Output        []map[string]any `json:"output"`
-		} `json:"distributions"`
-	}
-	b, _ := json.Marshal(resp)
-	_ = json.Unmarshal(b, &rep)
+	// The report as the reference made it, less the reply's status.
+	b, _ := json.Marshal(vrep.validateReport)
 	_ = json.Unmarshal(b, &v.Report)
-	delete(v.Report, "seq")
-	delete(v.Report, "ok")
 	v.OK = true
-	for _, d := range rep.Distributions {
+	for _, d := range vrep.Distributions {
 		if d.Nonfinite > 0 {
 			v.OK = false
 			v.Errors = append(v.Errors, fmt.Sprintf("distribution %s gives %d non-finite reference values", d.Dist, d.Nonfinite))
