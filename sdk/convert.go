@@ -164,7 +164,8 @@ func ResultToPB(r *Result) *pb.Result {
 		Compile: CompileToPB(r.Compile), ModelCompileS: r.ModelCompileS, Flags: flagsToPB(r.Flags)}
 	if ph := r.Phases; ph != nil {
 		out.Phases = &pb.Phases{WaitDeviceS: ph.WaitDevice, CandidateStartS: ph.CandidateStart, ReferenceReadyS: ph.ReferenceReady,
-			LoadS: ph.Load, TrialsS: ph.Trials, TimingS: ph.Timing, RechecksS: ph.Rechecks, GpuWorkS: ph.GPUWork, TotalS: ph.Total}
+			LoadS: ph.Load, TrialsS: ph.Trials, TimingS: ph.Timing, RechecksS: ph.Rechecks, GpuWorkS: ph.GPUWork, TotalS: ph.Total,
+			ReferenceOps: workerOpsToPB(ph.ReferenceOps), CandidateOps: workerOpsToPB(ph.CandidateOps)}
 	}
 	if m := r.Memory; m != nil {
 		out.Memory = &pb.MemoryUse{FootprintBytes: m.Footprint, ReferencePeakBytes: m.ReferencePeak, CandidatePeakBytes: m.CandidatePeak,
@@ -211,7 +212,8 @@ func ResultFromPB(p *pb.Result) *Result {
 		ModelCompileS: p.ModelCompileS, Flags: flagsFromPB(p.Flags)}
 	if ph := p.Phases; ph != nil {
 		r.Phases = &Phases{WaitDevice: ph.WaitDeviceS, CandidateStart: ph.CandidateStartS, ReferenceReady: ph.ReferenceReadyS,
-			Load: ph.LoadS, Trials: ph.TrialsS, Timing: ph.TimingS, Rechecks: ph.RechecksS, GPUWork: ph.GpuWorkS, Total: ph.TotalS}
+			Load: ph.LoadS, Trials: ph.TrialsS, Timing: ph.TimingS, Rechecks: ph.RechecksS, GPUWork: ph.GpuWorkS, Total: ph.TotalS,
+			ReferenceOps: workerOpsFromPB(ph.ReferenceOps), CandidateOps: workerOpsFromPB(ph.CandidateOps)}
 	}
 	if m := p.Memory; m != nil {
 		r.Memory = &MemoryUse{Footprint: m.FootprintBytes, ReferencePeak: m.ReferencePeakBytes, CandidatePeak: m.CandidatePeakBytes,
@@ -434,4 +436,26 @@ func BudgetToPB(b Budget) *pb.Budget {
 
 func budgetFromPB(b *pb.Budget) Budget {
 	return Budget{Generations: int(b.GetGenerations()), Evaluations: int(b.GetEvaluations()), Tokens: b.GetTokens(), Seconds: b.GetSeconds(), CostUSD: b.GetCostUsd()}
+}
+
+func workerOpsToPB(ops map[string]WorkerOp) map[string]*pb.WorkerOp {
+	if len(ops) == 0 {
+		return nil
+	}
+	out := make(map[string]*pb.WorkerOp, len(ops))
+	for k, o := range ops {
+		out[k] = &pb.WorkerOp{Calls: int64(o.Calls), Seconds: o.Seconds, PeakBytes: o.PeakBytes}
+	}
+	return out
+}
+
+func workerOpsFromPB(ops map[string]*pb.WorkerOp) map[string]WorkerOp {
+	if len(ops) == 0 {
+		return nil
+	}
+	out := make(map[string]WorkerOp, len(ops))
+	for k, o := range ops {
+		out[k] = WorkerOp{Calls: int(o.GetCalls()), Seconds: o.GetSeconds(), PeakBytes: o.GetPeakBytes()}
+	}
+	return out
 }

@@ -161,6 +161,21 @@ type Phases struct {
 	// empty calls not): what an evaluation cannot do without.
 	GPUWork float64 `json:"gpu_work_s"`
 	Total   float64 `json:"total_s"`
+	// ReferenceOps and CandidateOps split each process's time by worker operation (load, call,
+	// compare, timed, ...), as the process itself measured it. The difference between Total and
+	// their sum is the driver's own time: process starts, pipes, transfers. The candidate's are
+	// diagnostic only: its process ran untrusted code and could have written anything there.
+	ReferenceOps map[string]WorkerOp `json:"reference_ops,omitempty"`
+	CandidateOps map[string]WorkerOp `json:"candidate_ops,omitempty"`
+}
+
+// WorkerOp is what one kind of worker operation cost a process during one evaluation.
+type WorkerOp struct {
+	Calls   int     `json:"calls"`
+	Seconds float64 `json:"seconds"`
+	// PeakBytes is the device memory the process's allocator reserved at most during these
+	// operations (zero on the CPU).
+	PeakBytes int64 `json:"peak_bytes"`
 }
 
 // Profile is one profiled forward of a candidate: what ran, most expensive first.

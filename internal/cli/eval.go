@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -432,6 +433,12 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 		}
 		fmt.Fprintf(w, "time      %.1f s (GPU work %.2f s): processes ready %.1f s, load %.1f s, %d trials %.1f s, timing %.1f s (re-checks %.1f s)\n",
 			ph.Total, ph.GPUWork, max(ph.CandidateStart, ph.ReferenceReady), ph.Load, len(ph.Trials), trials, ph.Timing, ph.Rechecks)
+		if len(ph.ReferenceOps) > 0 {
+			fmt.Fprintf(w, "          inside the reference: %s\n", opsLine(ph.ReferenceOps))
+		}
+		if len(ph.CandidateOps) > 0 {
+			fmt.Fprintf(w, "          inside the candidate: %s (its own account)\n", opsLine(ph.CandidateOps))
+		}
 	}
 	if m := r.Memory; m != nil && m.Footprint > 0 {
 		gib := func(b int64) float64 { return float64(b) / (1 << 30) }
@@ -513,4 +520,23 @@ func trimName(n string) string {
 		return "…" + n[len(n)-39:]
 	}
 	return n
+}
+
+// opsLine lists a worker's operations, the costliest first: "timed 32x 0.10 s, compare 12x 0.02 s".
+func opsLine(ops map[string]sdk.WorkerOp) string {
+	names := make([]string, 0, len(ops))
+	for k := range ops {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if ops[names[i]].Seconds != ops[names[j]].Seconds {
+			return ops[names[i]].Seconds > ops[names[j]].Seconds
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %dx %.2f s", k, ops[k].Calls, ops[k].Seconds)
+	}
+	return strings.Join(parts, ", ")
 }

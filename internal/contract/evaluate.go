@@ -283,14 +283,14 @@ func (r *evalRun) tf32Hint(k Kernel) {
 	}
 }
 
-// memory records what both processes held on the device (nothing on the CPU).
+// memory records what both processes held on the device (nothing on the CPU) and each process's
+// own account of where its time went.
 func (r *evalRun) memory() {
-	if r.ref == nil || r.ref.footprint == 0 {
+	if r.ref == nil {
 		return
 	}
-	m := &MemoryUse{Footprint: r.ref.footprint, DeviceTotal: r.ref.total}
-	peak := func(p *proc) workerMemory {
-		if p.exited() {
+	report := func(p *proc) workerMemory {
+		if p == nil || p.exited() {
 			return workerMemory{}
 		}
 		rep, err := call(context.Background(), p, 10*time.Second, memoryRequest{})
@@ -299,12 +299,21 @@ func (r *evalRun) memory() {
 		}
 		return rep.Memory
 	}
-	ref := peak(r.ref.p)
-	m.ReferencePeak, m.EvidencePeak = ref.PeakReserved, ref.EvidencePeak
+	ref := report(r.ref.p)
+	var cand workerMemory
 	switch r.res.ErrorClass {
 	case "", ClassMismatch, ClassNondeterm, ClassInputMutated, ClassRuntime:
-		m.CandidatePeak = peak(r.cand).PeakReserved // a candidate in another state is not asked
+		cand = report(r.cand) // a candidate in another state is not asked
 	}
+	if r.phases != nil {
+		r.phases.ReferenceOps, r.phases.CandidateOps = phaseOps(ref.Ops), phaseOps(cand.Ops)
+	}
+	if r.ref.footprint == 0 {
+		return
+	}
+	m := &MemoryUse{Footprint: r.ref.footprint, DeviceTotal: r.ref.total}
+	m.ReferencePeak, m.EvidencePeak = ref.PeakReserved, ref.EvidencePeak
+	m.CandidatePeak = cand.PeakReserved
 	m.Peak = m.ReferencePeak + m.CandidatePeak
 	r.res.Memory = m
 }

@@ -171,6 +171,27 @@ type workerMemory struct {
 	EvidencePeak int64 `json:"evidence_peak_reserved"`
 	Free         int64 `json:"free"`
 	Total        int64 `json:"total"`
+	// Ops is the process's own account of its operations since the last load.
+	Ops map[string]workerOp `json:"ops"`
+}
+
+// workerOp is one kind of operation in a worker's account.
+type workerOp struct {
+	Calls   int     `json:"calls"`
+	Seconds float64 `json:"seconds"`
+	Peak    int64   `json:"peak_reserved"`
+}
+
+// phaseOps turns a worker's account into the record's form.
+func phaseOps(ops map[string]workerOp) map[string]WorkerOp {
+	if len(ops) == 0 {
+		return nil
+	}
+	out := make(map[string]WorkerOp, len(ops))
+	for k, o := range ops {
+		out[k] = WorkerOp{Calls: o.Calls, Seconds: o.Seconds, PeakBytes: o.Peak}
+	}
+	return out
 }
 
 // noteLoad keeps what a load of the reference reported about memory.

@@ -4,7 +4,7 @@ import "github.com/kbplatform/kbplatform/sdk"
 
 // Version names the contract's semantics. It is part of every evaluation's key: change it when a
 // change to the harness could change a verdict or a timing.
-const Version = "kbp-contract/6"
+const Version = "kbp-contract/7"
 
 // The contract's types live in the public SDK, so that third-party targets produce the same records.
 type (
@@ -22,6 +22,7 @@ type (
 	Validation    = sdk.Validation
 	Phases        = sdk.Phases
 	MemoryUse     = sdk.MemoryUse
+	WorkerOp      = sdk.WorkerOp
 	Profile       = sdk.Profile
 	KernelTime    = sdk.KernelTime
 	Flag          = sdk.Flag

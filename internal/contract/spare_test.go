@@ -41,6 +41,22 @@ func TestSpareCandidateProcess(t *testing.T) {
 		if ph.GPUWork >= ph.Total || ph.Rechecks >= ph.Timing || ph.CandidateStart > ph.Total {
 			t.Fatalf("evaluation %d: inconsistent phases %+v", i, ph)
 		}
+		// Each process accounts for its own operations: the reference loaded once, ran its side
+		// of each correctness trial inside compare, and its timed calls; neither side's account
+		// exceeds the evaluation.
+		ro := ph.ReferenceOps
+		if ro["load"].Calls != 1 || ro["compare"].Calls < 2*e.Config().Seeds || ro["timed"].Seconds <= 0 || ph.CandidateOps["trial"].Calls < 2*e.Config().Seeds {
+			t.Fatalf("evaluation %d: reference ops %+v", i, ph.ReferenceOps)
+		}
+		for side, ops := range map[string]map[string]WorkerOp{"reference": ph.ReferenceOps, "candidate": ph.CandidateOps} {
+			var sum float64
+			for _, o := range ops {
+				sum += o.Seconds
+			}
+			if len(ops) == 0 || sum >= ph.Total {
+				t.Fatalf("evaluation %d: %s ops %+v sum %.3fs, total %.3fs", i, side, ops, sum, ph.Total)
+			}
+		}
 		e.mu.Lock()
 		for _, ss := range e.spares {
 			if len(ss) != spareDepth {

@@ -7,6 +7,7 @@ channel. protocol.py lists every op with its command's and its reply's fields.
 
 import os
 import sys
+import time
 
 import torch
 
@@ -15,6 +16,7 @@ from . import (channel, compare, errors, extcache, fingerprint, guard, harness, 
 
 OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, protocol,
                tensorfile, transport)
+_perf_counter = time.perf_counter  # captured before any candidate code runs
 PROTOCOL = 4  # 4: the profile op and the compare op's precision field
 
 
@@ -56,6 +58,10 @@ class Worker:
     def tampered(self):
         return self.guard.check() if self.guard else []
 
+    # Operations left out of the per-operation accounting: they are the accounting's own, or come
+    # before there is a session to account to.
+    UNACCOUNTED = ("hello", "memory", "exit", "gc")
+
     def handle(self, cmd):
         seq = cmd.get("seq") if isinstance(cmd, dict) else None
         # A command the protocol does not describe (an unknown op, a missing or unknown field) is
@@ -65,6 +71,7 @@ class Worker:
         if fn is None:
             problem = problem or "unknown op %r" % cmd["op"]
             return self.reply(seq, {"ok": False, "error": {"class": "harness_error", "message": problem}})
+        t0 = _perf_counter()
         try:
             body = fn(cmd, seq)
         except Exception as e:  # every failure becomes a structured reply
@@ -75,6 +82,11 @@ class Worker:
                 body = harness.error_reply(e, phase)
             if self.role == "candidate":
                 body["tampered"] = self.tampered()
+        if self.session is not None and cmd["op"] not in self.UNACCOUNTED:
+            try:
+                self.session.op_done(cmd["op"], _perf_counter() - t0)
+            except Exception:  # accounting is evidence: it never changes a reply
+                pass
         if body is not None:
             self.reply(seq, body)
 

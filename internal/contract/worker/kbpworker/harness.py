@@ -73,14 +73,25 @@ class Session:
         self._flush_buf = None
         self._ref_cache = []
         self._footprint = None
-        self._peak_floor = 0  # the evaluation's peak before the evidence run reset the counter
-        self._evidence_peak = 0  # the float64 precision run's own peak
+        # Accounting since the last load: per operation its calls, seconds inside this process and
+        # the allocator's peak while it ran; the evaluation's peak; the float64 precision run's
+        # own peak, kept apart (see _evidence_begins).
+        self._ops = {}
+        self._peak = 0
+        self._pending_peak = 0
+        self._evidence_peak = 0
         # Outputs stay on the GPU and reach the reference process through CUDA IPC.
         self.ipc = bool(settings.get("ipc")) and self.device.type == "cuda"
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
             self._ev0 = _Event(enable_timing=True)
             self._ev1 = _Event(enable_timing=True)
+            # The cache-flush buffer lives as long as the process, so it is allocated before
+            # anything else. Made lazily at the first timed call, it was carved out of whatever
+            # free block the allocator held then, typically an input- or output-sized one: that
+            # block could no longer hold an input or output, and the next one took a new segment
+            # (on the H200, KernelBench's 6 GiB ReLU cost a third 6 GiB segment per side for it).
+            self._flush_buffer()
 
     # ---- setup -------------------------------------------------------------------------------
 
@@ -148,7 +159,17 @@ class Session:
     def _stage(self, fresh):
         """Copy fresh inputs into the fixed buffers, so the candidate sees the same addresses with
         new contents on every call (a cache keyed on data_ptr returns stale results). The buffers
-        are made on first use, and the copy is made every time, on both sides alike."""
+        are made on first use, and the copy is made every time.
+
+        The reference (the task's own model, which caches nothing) calls on the fresh inputs
+        themselves, after a pass that reads and writes their bytes as the candidate's copy does:
+        both sides' calls follow the same memory traffic, and the reference holds no second
+        input-sized buffer (the fixed buffers had made its timing phase hold inputs twice)."""
+        if self.role == "reference":
+            for f in fresh:
+                if _isinstance(f, _Tensor):
+                    _touch(f)
+            return list(fresh)
         bufs = self._bufs
         if bufs is None or len(bufs) != len(fresh) or not all(
             _isinstance(b, _Tensor) == _isinstance(f, _Tensor)
@@ -192,13 +213,16 @@ class Session:
         _, leaves = compare.flatten(out)
         self._poisonable.extend(t for t in leaves if _isinstance(t, _Tensor) and t.device.type == "cuda")
 
-    def _flush(self):
-        if not self.settings.get("flush_cache", True):
-            return
-        if self._flush_buf is None:
+    def _flush_buffer(self):
+        if self._flush_buf is None and self.settings.get("flush_cache", True):
             n = L2_FLUSH_BYTES if self.device.type == "cuda" else CPU_FLUSH_BYTES
             self._flush_buf = _empty(n, dtype=torch.int8, device=self.device)
-        self._flush_buf.zero_()
+        return self._flush_buf
+
+    def _flush(self):
+        buf = self._flush_buffer()
+        if buf is not None:
+            buf.zero_()
 
     def _export(self, values, base):
         """Describe values for the reference process and keep them alive until the next call."""
@@ -299,36 +323,56 @@ class Session:
             res["inputs"] = self._export(list(self._bufs), inputs_dump)
         return res
 
-    def memory(self):
-        """Peak device memory this process's allocator has held since the last load."""
+    def _reserved_peak(self):
+        """The allocator's peak since the last reset, and a new reset."""
         if self.device.type != "cuda":
-            return {}
+            return 0
+        peak = int(torch.cuda.max_memory_reserved(self.device))
+        torch.cuda.reset_peak_memory_stats(self.device)
+        return peak
+
+    def op_done(self, op, seconds):
+        """Account one operation: its time inside this process and the peak it reached."""
+        peak = max(self._pending_peak, self._reserved_peak())
+        self._pending_peak = 0
+        st = self._ops.setdefault(op, {"calls": 0, "seconds": 0.0, "peak_reserved": 0})
+        st["calls"] += 1
+        st["seconds"] += seconds
+        st["peak_reserved"] = max(st["peak_reserved"], peak)
+        self._peak = max(self._peak, peak)
+
+    def memory(self):
+        """What this process did since the last load: per operation (calls, seconds, peak), and on
+        a GPU the peak device memory its allocator held."""
+        res = {"ops": self._ops}
+        if self.device.type != "cuda":
+            return res
         free, total = torch.cuda.mem_get_info(self.device)
-        return {"peak_reserved": max(self._peak_floor, int(torch.cuda.max_memory_reserved(self.device))),
-                "evidence_peak_reserved": self._evidence_peak,
-                "peak_allocated": int(torch.cuda.max_memory_allocated(self.device)),
-                "free": int(free), "total": int(total)}
+        res.update(peak_reserved=max(self._peak, self._pending_peak, int(torch.cuda.max_memory_reserved(self.device))),
+                   evidence_peak_reserved=self._evidence_peak,
+                   peak_allocated=int(torch.cuda.max_memory_allocated(self.device)),
+                   free=int(free), total=int(total))
+        return res
 
     def reset_peak(self):
-        self._peak_floor = self._evidence_peak = 0
-        if self.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.device)
+        self._ops = {}
+        self._peak = self._pending_peak = self._evidence_peak = 0
+        self._reserved_peak()
 
     # The float64 precision run is evidence, made once after timing when memory allows: its
     # peak is reported apart, so an evaluation's peak says what judging the kernel needs (on the
     # H200 the float64 copies of KernelBench's 6 GiB ReLU tensors took the sum from 4.1x to 5.6x
-    # its footprint). The allocator's peak counter is set aside before it and started afresh after.
+    # its footprint). The operation's peak so far is set aside before it and counting starts
+    # afresh after.
 
     def _evidence_begins(self):
-        if self.device.type == "cuda":
-            self._peak_floor = max(self._peak_floor, int(torch.cuda.max_memory_reserved(self.device)))
-            torch.cuda.reset_peak_memory_stats(self.device)
+        self._pending_peak = max(self._pending_peak, self._reserved_peak())
 
     def _evidence_ends(self):
         if self.device.type == "cuda":
-            self._evidence_peak = max(self._evidence_peak, int(torch.cuda.max_memory_reserved(self.device)))
+            self._evidence_peak = max(self._evidence_peak, self._reserved_peak())
             torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats(self.device)
+            self._reserved_peak()
 
     def footprint(self, seed):
         """Peak memory of one eager forward of the task: weights, inputs, outputs and the forward's
@@ -371,11 +415,9 @@ class Session:
         regenerated from the seed. Reports a digest of what was read, for the driver's
         nondeterminism check across two calls on one input, and with want_precision the
         measured precision of a correct output (precision.py)."""
-        # Between timed calls the timing buffers are not needed here (the reference's timed calls
-        # copy their inputs in again); the inputs are checked before the reference output is
-        # computed: at most two input- or output-sized tensors are alive at once.
+        # The inputs are checked before the reference output is computed: at most two input- or
+        # output-sized tensors are alive at once.
         self._release()
-        self._bufs = None
         res = {}
         if inputs_manifest is not None:
             _, in_leaves = load_output(inputs_manifest, self.device)
@@ -468,6 +510,17 @@ def _sole_owner(t):
         return True
     # The tensor's reference and the storage object's own.
     return use(_storage_of(t)._cdata) <= 2
+
+
+def _touch(t):
+    """Read and write every byte of t's memory, leaving it unchanged (what a copy into it moves)."""
+    try:
+        t.detach().reshape(-1).view(torch.uint8).add_(0)
+    except RuntimeError:
+        try:
+            torch.empty(0, dtype=torch.uint8, device=t.device).set_(_storage_of(t)).add_(0)
+        except RuntimeError:
+            pass  # a storage torch cannot view as bytes
 
 
 def _fill(t, byte):

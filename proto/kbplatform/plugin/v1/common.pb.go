@@ -1326,6 +1326,8 @@ type Phases struct {
 	RechecksS       float64                `protobuf:"fixed64,7,opt,name=rechecks_s,json=rechecksS,proto3" json:"rechecks_s,omitempty"`
 	GpuWorkS        float64                `protobuf:"fixed64,8,opt,name=gpu_work_s,json=gpuWorkS,proto3" json:"gpu_work_s,omitempty"`
 	TotalS          float64                `protobuf:"fixed64,9,opt,name=total_s,json=totalS,proto3" json:"total_s,omitempty"`
+	ReferenceOps    map[string]*WorkerOp   `protobuf:"bytes,10,rep,name=reference_ops,json=referenceOps,proto3" json:"reference_ops,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	CandidateOps    map[string]*WorkerOp   `protobuf:"bytes,11,rep,name=candidate_ops,json=candidateOps,proto3" json:"candidate_ops,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1423,6 +1425,81 @@ func (x *Phases) GetTotalS() float64 {
 	return 0
 }
 
+func (x *Phases) GetReferenceOps() map[string]*WorkerOp {
+	if x != nil {
+		return x.ReferenceOps
+	}
+	return nil
+}
+
+func (x *Phases) GetCandidateOps() map[string]*WorkerOp {
+	if x != nil {
+		return x.CandidateOps
+	}
+	return nil
+}
+
+// What one kind of worker operation cost a process during one evaluation.
+type WorkerOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         int64                  `protobuf:"varint,1,opt,name=calls,proto3" json:"calls,omitempty"`
+	Seconds       float64                `protobuf:"fixed64,2,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	PeakBytes     int64                  `protobuf:"varint,3,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerOp) Reset() {
+	*x = WorkerOp{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerOp) ProtoMessage() {}
+
+func (x *WorkerOp) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerOp.ProtoReflect.Descriptor instead.
+func (*WorkerOp) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *WorkerOp) GetCalls() int64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *WorkerOp) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+func (x *WorkerOp) GetPeakBytes() int64 {
+	if x != nil {
+		return x.PeakBytes
+	}
+	return 0
+}
+
 // Device memory as the evaluation's processes' allocators saw it.
 type MemoryUse struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -1439,7 +1516,7 @@ type MemoryUse struct {
 
 func (x *MemoryUse) Reset() {
 	*x = MemoryUse{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1528,7 @@ func (x *MemoryUse) String() string {
 func (*MemoryUse) ProtoMessage() {}
 
 func (x *MemoryUse) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1541,7 @@ func (x *MemoryUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryUse.ProtoReflect.Descriptor instead.
 func (*MemoryUse) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MemoryUse) GetFootprintBytes() int64 {
@@ -1520,7 +1597,7 @@ type Flag struct {
 
 func (x *Flag) Reset() {
 	*x = Flag{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1609,7 @@ func (x *Flag) String() string {
 func (*Flag) ProtoMessage() {}
 
 func (x *Flag) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1622,7 @@ func (x *Flag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Flag.ProtoReflect.Descriptor instead.
 func (*Flag) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Flag) GetName() string {
@@ -1577,7 +1654,7 @@ type Validation struct {
 
 func (x *Validation) Reset() {
 	*x = Validation{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1666,7 @@ func (x *Validation) String() string {
 func (*Validation) ProtoMessage() {}
 
 func (x *Validation) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1679,7 @@ func (x *Validation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Validation.ProtoReflect.Descriptor instead.
 func (*Validation) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Validation) GetTaskId() string {
@@ -1665,7 +1742,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1754,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1767,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -1720,7 +1797,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1809,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1822,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Hardware) GetTarget() string {
@@ -1791,7 +1868,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +1880,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1893,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Device) GetName() string {
@@ -1882,7 +1959,7 @@ type BuildRecipe struct {
 
 func (x *BuildRecipe) Reset() {
 	*x = BuildRecipe{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +1971,7 @@ func (x *BuildRecipe) String() string {
 func (*BuildRecipe) ProtoMessage() {}
 
 func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +1984,7 @@ func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRecipe.ProtoReflect.Descriptor instead.
 func (*BuildRecipe) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{19}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BuildRecipe) GetEnv() map[string]string {
@@ -1958,7 +2035,7 @@ type Issue struct {
 
 func (x *Issue) Reset() {
 	*x = Issue{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2047,7 @@ func (x *Issue) String() string {
 func (*Issue) ProtoMessage() {}
 
 func (x *Issue) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2060,7 @@ func (x *Issue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Issue.ProtoReflect.Descriptor instead.
 func (*Issue) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{20}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Issue) GetSeverity() string {
@@ -2158,7 +2235,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\x05calls\x18\x02 \x01(\x03R\x05calls\x12\x19\n" +
 	"\btotal_us\x18\x03 \x01(\x01R\atotalUs\x12\x14\n" +
 	"\x05share\x18\x04 \x01(\x01R\x05share\x12\x16\n" +
-	"\x06custom\x18\x05 \x01(\bR\x06custom\"\xa7\x02\n" +
+	"\x06custom\x18\x05 \x01(\bR\x06custom\"\x93\x05\n" +
 	"\x06Phases\x12\"\n" +
 	"\rwait_device_s\x18\x01 \x01(\x01R\vwaitDeviceS\x12*\n" +
 	"\x11candidate_start_s\x18\x02 \x01(\x01R\x0fcandidateStartS\x12*\n" +
@@ -2170,7 +2247,21 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"rechecks_s\x18\a \x01(\x01R\trechecksS\x12\x1c\n" +
 	"\n" +
 	"gpu_work_s\x18\b \x01(\x01R\bgpuWorkS\x12\x17\n" +
-	"\atotal_s\x18\t \x01(\x01R\x06totalS\"\x95\x02\n" +
+	"\atotal_s\x18\t \x01(\x01R\x06totalS\x12S\n" +
+	"\rreference_ops\x18\n" +
+	" \x03(\v2..kbplatform.plugin.v1.Phases.ReferenceOpsEntryR\freferenceOps\x12S\n" +
+	"\rcandidate_ops\x18\v \x03(\v2..kbplatform.plugin.v1.Phases.CandidateOpsEntryR\fcandidateOps\x1a_\n" +
+	"\x11ReferenceOpsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
+	"\x05value\x18\x02 \x01(\v2\x1e.kbplatform.plugin.v1.WorkerOpR\x05value:\x028\x01\x1a_\n" +
+	"\x11CandidateOpsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
+	"\x05value\x18\x02 \x01(\v2\x1e.kbplatform.plugin.v1.WorkerOpR\x05value:\x028\x01\"Y\n" +
+	"\bWorkerOp\x12\x14\n" +
+	"\x05calls\x18\x01 \x01(\x03R\x05calls\x12\x18\n" +
+	"\aseconds\x18\x02 \x01(\x01R\aseconds\x12\x1d\n" +
+	"\n" +
+	"peak_bytes\x18\x03 \x01(\x03R\tpeakBytes\"\x95\x02\n" +
 	"\tMemoryUse\x12'\n" +
 	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\x120\n" +
 	"\x14reference_peak_bytes\x18\x02 \x01(\x03R\x12referencePeakBytes\x120\n" +
@@ -2235,7 +2326,7 @@ func file_kbplatform_plugin_v1_common_proto_rawDescGZIP() []byte {
 	return file_kbplatform_plugin_v1_common_proto_rawDescData
 }
 
-var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Task)(nil),                  // 0: kbplatform.plugin.v1.Task
 	(*Tolerance)(nil),             // 1: kbplatform.plugin.v1.Tolerance
@@ -2250,17 +2341,20 @@ var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Profile)(nil),               // 10: kbplatform.plugin.v1.Profile
 	(*KernelTime)(nil),            // 11: kbplatform.plugin.v1.KernelTime
 	(*Phases)(nil),                // 12: kbplatform.plugin.v1.Phases
-	(*MemoryUse)(nil),             // 13: kbplatform.plugin.v1.MemoryUse
-	(*Flag)(nil),                  // 14: kbplatform.plugin.v1.Flag
-	(*Validation)(nil),            // 15: kbplatform.plugin.v1.Validation
-	(*ChatMessage)(nil),           // 16: kbplatform.plugin.v1.ChatMessage
-	(*Hardware)(nil),              // 17: kbplatform.plugin.v1.Hardware
-	(*Device)(nil),                // 18: kbplatform.plugin.v1.Device
-	(*BuildRecipe)(nil),           // 19: kbplatform.plugin.v1.BuildRecipe
-	(*Issue)(nil),                 // 20: kbplatform.plugin.v1.Issue
-	nil,                           // 21: kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*WorkerOp)(nil),              // 13: kbplatform.plugin.v1.WorkerOp
+	(*MemoryUse)(nil),             // 14: kbplatform.plugin.v1.MemoryUse
+	(*Flag)(nil),                  // 15: kbplatform.plugin.v1.Flag
+	(*Validation)(nil),            // 16: kbplatform.plugin.v1.Validation
+	(*ChatMessage)(nil),           // 17: kbplatform.plugin.v1.ChatMessage
+	(*Hardware)(nil),              // 18: kbplatform.plugin.v1.Hardware
+	(*Device)(nil),                // 19: kbplatform.plugin.v1.Device
+	(*BuildRecipe)(nil),           // 20: kbplatform.plugin.v1.BuildRecipe
+	(*Issue)(nil),                 // 21: kbplatform.plugin.v1.Issue
+	nil,                           // 22: kbplatform.plugin.v1.Phases.ReferenceOpsEntry
+	nil,                           // 23: kbplatform.plugin.v1.Phases.CandidateOpsEntry
+	nil,                           // 24: kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
 }
 var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	1,  // 0: kbplatform.plugin.v1.Task.tolerance:type_name -> kbplatform.plugin.v1.Tolerance
@@ -2269,30 +2363,34 @@ var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	4,  // 3: kbplatform.plugin.v1.Timing.candidate_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 4: kbplatform.plugin.v1.Timing.reference_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 5: kbplatform.plugin.v1.Timing.overhead:type_name -> kbplatform.plugin.v1.Stats
-	22, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
+	25, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
 	0,  // 7: kbplatform.plugin.v1.Result.task:type_name -> kbplatform.plugin.v1.Task
 	2,  // 8: kbplatform.plugin.v1.Result.kernel:type_name -> kbplatform.plugin.v1.Kernel
 	6,  // 9: kbplatform.plugin.v1.Result.trials:type_name -> kbplatform.plugin.v1.Trial
 	7,  // 10: kbplatform.plugin.v1.Result.mismatch:type_name -> kbplatform.plugin.v1.Mismatch
 	5,  // 11: kbplatform.plugin.v1.Result.timing:type_name -> kbplatform.plugin.v1.Timing
-	22, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
+	25, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
 	3,  // 13: kbplatform.plugin.v1.Result.config:type_name -> kbplatform.plugin.v1.ContractConfig
 	8,  // 14: kbplatform.plugin.v1.Result.compile:type_name -> kbplatform.plugin.v1.CompileResult
-	23, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
-	23, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	14, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
+	26, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
+	26, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	15, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
 	12, // 18: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
-	13, // 19: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
+	14, // 19: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
 	10, // 20: kbplatform.plugin.v1.Result.profile:type_name -> kbplatform.plugin.v1.Profile
 	11, // 21: kbplatform.plugin.v1.Profile.kernels:type_name -> kbplatform.plugin.v1.KernelTime
-	18, // 22: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
-	22, // 23: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
-	21, // 24: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	22, // 22: kbplatform.plugin.v1.Phases.reference_ops:type_name -> kbplatform.plugin.v1.Phases.ReferenceOpsEntry
+	23, // 23: kbplatform.plugin.v1.Phases.candidate_ops:type_name -> kbplatform.plugin.v1.Phases.CandidateOpsEntry
+	19, // 24: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
+	25, // 25: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
+	24, // 26: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	13, // 27: kbplatform.plugin.v1.Phases.ReferenceOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
+	13, // 28: kbplatform.plugin.v1.Phases.CandidateOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_kbplatform_plugin_v1_common_proto_init() }
@@ -2307,7 +2405,7 @@ func file_kbplatform_plugin_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kbplatform_plugin_v1_common_proto_rawDesc), len(file_kbplatform_plugin_v1_common_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

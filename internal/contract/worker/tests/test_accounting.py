@@ -1,0 +1,74 @@
+"""Per-operation accounting (time and memory of each operation, for the record) and the staging
+of timed calls' inputs on each side."""
+import os
+
+import torch
+
+from kbpworker import harness
+from kbpworker.__main__ import Worker
+
+TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "tasks")
+
+
+class _Chan:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, body):
+        self.sent.append(body)
+
+
+def _worker(role="reference"):
+    w = Worker(role, _Chan())
+    w.handle({"op": "hello", "seq": 1, "settings": {"device": "cpu"}})
+    assert w.chan.sent[-1]["ok"], w.chan.sent[-1]
+    return w
+
+
+def test_operations_are_accounted_since_the_last_load():
+    w = _worker()
+    task = os.path.join(TASKS, "scale_relu.py")
+    w.handle({"op": "load", "seq": 2, "task_path": task, "init_seed": 1})
+    assert w.chan.sent[-1]["ok"], w.chan.sent[-1]
+    for seq in (3, 4):
+        w.handle({"op": "validate", "seq": seq, "distributions": ["default"], "seeds": [1, 2]})
+        assert w.chan.sent[-1]["ok"], w.chan.sent[-1]
+    w.handle({"op": "gc", "seq": 5})
+    w.handle({"op": "nonsense", "seq": 6})
+    w.handle({"op": "memory", "seq": 7})
+    ops = w.chan.sent[-1]["memory"]["ops"]
+    assert set(ops) == {"load", "validate"}, ops  # gc and memory are the accounting's own; unknown ops are not run
+    assert ops["validate"]["calls"] == 2 and ops["load"]["calls"] == 1
+    assert ops["validate"]["seconds"] > 0
+    # A new load starts the accounting afresh: the record covers one evaluation.
+    w.handle({"op": "load", "seq": 8, "task_path": task, "init_seed": 1})
+    w.handle({"op": "memory", "seq": 9})
+    assert set(w.chan.sent[-1]["memory"]["ops"]) == {"load"}
+
+
+def test_a_failing_operation_is_accounted_and_still_replies():
+    w = _worker()
+    w.handle({"op": "load", "seq": 2, "task_path": "/nonexistent/task.py"})
+    assert not w.chan.sent[-1]["ok"]
+    w.handle({"op": "memory", "seq": 3})
+    assert w.chan.sent[-1]["memory"]["ops"]["load"]["calls"] == 1
+
+
+def test_touch_leaves_every_dtype_unchanged():
+    for t in (torch.randn(5, 7), torch.randn(3, 4).t(), torch.tensor(2.5), torch.arange(10, dtype=torch.int64),
+              torch.rand(6) > 0.5, torch.randn(4, dtype=torch.complex64), torch.empty(0)):
+        before = t.clone()
+        harness._touch(t)
+        assert torch.equal(t, before), t
+
+
+def test_reference_stages_fresh_inputs_and_candidate_fixed_buffers():
+    fresh = [torch.randn(4, 4), 3]
+    ref = harness.Session("reference", {"device": "cpu"})
+    got = ref._stage(fresh)
+    assert got[0] is fresh[0] and got[1] == 3 and ref._bufs is None  # no second input-sized buffer
+    cand = harness.Session("candidate", {"device": "cpu"})
+    first = cand._stage([torch.randn(4, 4), 3])
+    again = cand._stage(fresh)
+    assert first[0].data_ptr() == again[0].data_ptr()  # the same address on every call
+    assert torch.equal(again[0], fresh[0]) and again[0] is not fresh[0]
