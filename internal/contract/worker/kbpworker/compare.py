@@ -171,12 +171,18 @@ class _Stats:
         self.out_nan = z(torch.int64)
 
     def fold(self, wrong, diff=None, rel=None, both=None):
+        """Add one chunk: its wrong elements and, for floating chunks, the errors where both sides
+        are finite (both None: every element is)."""
         self.wrong += wrong.sum()
         if diff is not None:
-            self.both += both.sum()
-            zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
-            d = torch.where(both, diff, zero)
-            r = torch.where(both, rel, zero)
+            if both is None:
+                self.both += diff.numel()
+                d, r = diff, rel
+            else:
+                self.both += both.sum()
+                zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
+                d = torch.where(both, diff, zero)
+                r = torch.where(both, rel, zero)
             if d.numel():
                 self.max_abs = torch.maximum(self.max_abs, d.max().double())
                 self.max_rel = torch.maximum(self.max_rel, r.max().double())
@@ -185,12 +191,37 @@ class _Stats:
 
 
 def _float_chunk(o, r, atol, rtol, complex_):
-    """Per-element verdicts of one floating chunk, computed in float32 (float64 for float64)."""
+    """Per-element verdicts of one floating chunk, computed in float32 (float64 for float64).
+
+    Returns (wrong, diff, rel, both, out non-finite count, ref non-finite count, out NaN count);
+    both is None when every element of both sides is finite."""
     if complex_:
-        a, b = torch.view_as_real(o), torch.view_as_real(r)
-    else:
-        work = torch.float64 if r.dtype == torch.float64 else torch.float32
-        a, b = o.to(work), r.to(work)
+        return _general_chunk(torch.view_as_real(o), torch.view_as_real(r), atol, rtol, True)
+    work = torch.float64 if r.dtype == torch.float64 else torch.float32
+    a, b = o.to(work), r.to(work)
+    return _finite_chunk(a, b, atol, rtol) or _general_chunk(a, b, atol, rtol, False)
+
+
+def _finite_chunk(a, b, atol, rtol):
+    """_float_chunk's answer where every element of both real chunks is finite, else None.
+
+    That is nearly always, and then the verdict needs a third of the general path's passes over
+    the data (on the CPU a trial's comparison took 0.40 s of its 0.61 s for a 31 MB output): |a - b|
+    is finite exactly when a and b are (or when it overflows, which the general path judges), and
+    close means |a - b| <= atol + rtol |b|, computed in the general path's order, so both paths
+    give the same bits (tests/test_compare.py holds them to that)."""
+    diff = (a - b).abs_()
+    if not bool(torch.isfinite(diff).all()):
+        return None
+    bmag = b.abs()
+    wrong = diff > bmag.mul(rtol).add_(atol)
+    rel = diff / bmag.add_(1e-12)
+    zero = torch.zeros((), dtype=torch.int64, device=a.device)
+    return wrong, diff, rel, None, zero, zero, zero
+
+
+def _general_chunk(a, b, atol, rtol, complex_):
+    """_float_chunk's answer for any values: NaN and infinities on either side, complex pairs."""
     fa, fb = torch.isfinite(a), torch.isfinite(b)
     both = fa & fb
     diff = torch.where(both, (a - b).abs(), torch.zeros((), dtype=a.dtype, device=a.device))

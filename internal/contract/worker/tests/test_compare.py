@@ -172,3 +172,35 @@ def test_digest_sees_any_change():
         u[i] += 1.0
         assert compare.digest(u) != d, i
     assert compare.digest(torch.ones(3, dtype=torch.float16)) != compare.digest(torch.zeros(3, dtype=torch.float16))
+
+
+def test_finite_path_gives_the_general_paths_bits():
+    # The finite fast path must reach exactly the general path's verdicts and errors, including
+    # elements right at the tolerance's edge and in float64, half and bfloat16.
+    from kbpworker.compare import _finite_chunk, _general_chunk, tolerance_for
+    g = torch.Generator().manual_seed(3)
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        b = torch.randn(4096, generator=g, dtype=torch.float64).to(dtype)
+        atol, rtol = tolerance_for(dtype, None)
+        noise = torch.randn(4096, generator=g, dtype=torch.float64) * (atol + rtol * b.double().abs()) * 1.2
+        a = (b.double() + noise).to(dtype)
+        a[:8] = b[:8]  # exact
+        work = torch.float64 if dtype == torch.float64 else torch.float32
+        fa, fb = a.to(work), b.to(work)
+        fast = _finite_chunk(fa, fb, atol, rtol)
+        slow = _general_chunk(fa, fb, atol, rtol, False)
+        assert fast is not None
+        assert 0 < int(fast[0].sum()) < 4096, "the data should straddle the tolerance"
+        assert torch.equal(fast[0], slow[0]), dtype
+        assert torch.equal(fast[1], slow[1]) and torch.equal(fast[2], slow[2]), dtype
+        assert bool(slow[3].all()) and int(slow[4]) == int(slow[5]) == int(slow[6]) == 0
+
+
+def test_finite_path_steps_aside_for_nonfinite_and_overflow():
+    from kbpworker.compare import _finite_chunk
+    big = torch.tensor([3e38, 1.0])
+    assert _finite_chunk(big, -big, 1e-5, 1e-5) is None  # |a - b| overflows to inf
+    assert _finite_chunk(torch.tensor([float("nan"), 1.0]), torch.tensor([float("nan"), 1.0]), 1e-5, 1e-5) is None
+    assert _finite_chunk(torch.tensor([1.0]), torch.tensor([float("inf")]), 1e-5, 1e-5) is None
+    res = compare.compare_tensor(torch.tensor([float("nan"), 1.0]), torch.tensor([float("nan"), 1.0]))
+    assert res["ok"] and res["out_nan"] == 1
