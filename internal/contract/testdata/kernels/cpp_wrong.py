@@ -7,7 +7,9 @@ _src = r"""
 
 torch::Tensor scale_relu(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
     x = x.contiguous();
-    auto out = torch::zeros_like(x);  // the last column is never written
+    // The last column gets -1, a value no ReLU returns: wrong in every row whatever the draw
+    // (left at zero, it was right wherever the reference's last column was, on some seeds all of it).
+    auto out = torch::full_like(x, -1.f);
     const int64_t cols = x.size(-1);
     const int64_t n = x.numel();
     const float* xp = x.data_ptr<float>();
@@ -15,7 +17,7 @@ torch::Tensor scale_relu(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
     const float* bp = b.data_ptr<float>();
     float* op = out.data_ptr<float>();
     for (int64_t i = 0; i < n; ++i) {
-        if (i % cols == cols - 1) continue;  // off by one
+        if (i % cols == cols - 1) continue;  // off by one: never written
         const float v = xp[i] * wp[i % cols] + bp[i % cols];
         op[i] = v > 0.f ? v : 0.f;
     }
