@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -300,5 +301,26 @@ func TestMalformedHelloIsHarnessError(t *testing.T) {
 		if cls := classOf(err); cls != ClassHarness {
 			t.Errorf("hello %v: class %q (%v)", reply, cls, err)
 		}
+	}
+}
+
+// TestAccountedOpsAreOps holds the record's list of accounted operations to the protocol, and
+// checks that a worker's account is filtered to them.
+func TestAccountedOpsAreOps(t *testing.T) {
+	names := map[string]bool{}
+	for _, o := range goOps {
+		names[o.name] = true
+	}
+	for _, k := range accountedOps {
+		if !names[k] {
+			t.Errorf("accounted op %q is not an op of the protocol", k)
+		}
+	}
+	got := phaseOps(map[string]workerOp{
+		"trial": {Calls: 3, Seconds: 0.5, Peak: 10}, "evil": {Calls: 1}, "timed": {Calls: -1},
+		"compare": {Calls: 1, Seconds: math.Inf(1)},
+	})
+	if len(got) != 1 || got["trial"] != (WorkerOp{Calls: 3, Seconds: 0.5, PeakBytes: 10}) {
+		t.Errorf("phaseOps kept %+v, want only the trial", got)
 	}
 }

@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -182,14 +183,24 @@ type workerOp struct {
 	Peak    int64   `json:"peak_reserved"`
 }
 
-// phaseOps turns a worker's account into the record's form.
+// accountedOps are the operations a worker accounts for (the worker leaves out hello, memory, gc
+// and exit: the accounting's own, or before there is anything to account to).
+var accountedOps = []string{"prepare", "load", "trial", "timed", "profile", "dump_last", "guard", "compare", "validate"}
+
+// phaseOps turns a worker's account into the record's form. Only operations of the protocol with
+// sane numbers are kept: the candidate's account comes from a process that ran untrusted code,
+// and what it wrote there must not grow or garble the record.
 func phaseOps(ops map[string]workerOp) map[string]WorkerOp {
-	if len(ops) == 0 {
-		return nil
-	}
-	out := make(map[string]WorkerOp, len(ops))
-	for k, o := range ops {
+	out := map[string]WorkerOp{}
+	for _, k := range accountedOps {
+		o, ok := ops[k]
+		if !ok || o.Calls < 0 || o.Seconds < 0 || o.Peak < 0 || math.IsNaN(o.Seconds) || math.IsInf(o.Seconds, 0) {
+			continue
+		}
 		out[k] = WorkerOp{Calls: o.Calls, Seconds: o.Seconds, PeakBytes: o.Peak}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
