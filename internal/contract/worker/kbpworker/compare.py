@@ -172,17 +172,28 @@ class _Stats:
 
     def fold(self, wrong, diff=None, rel=None, both=None):
         """Add one chunk: its wrong elements and, for floating chunks, the errors where both sides
-        are finite (both None: every element is)."""
+        are finite (both None with a diff: every element is)."""
+        if diff is not None and both is None:
+            # Every element finite: no mask to apply, and no reduction here copies the chunk (a
+            # sum to a wider dtype first makes a whole copy in that dtype, and a copy of GBs
+            # splits the allocator's cached input-sized blocks). Wrong elements are counted only
+            # where there are any; the error sums accumulate in the chunk's own dtype (they feed
+            # mean errors, which are statistics), across chunks in float64.
+            if bool(wrong.any()):
+                self.wrong += wrong.sum()
+            self.both += diff.numel()
+            if diff.numel():
+                self.max_abs = torch.maximum(self.max_abs, diff.max().double())
+                self.max_rel = torch.maximum(self.max_rel, rel.max().double())
+            self.sum_abs += diff.sum().double()
+            self.sum_rel += rel.sum().double()
+            return
         self.wrong += wrong.sum()
         if diff is not None:
-            if both is None:
-                self.both += diff.numel()
-                d, r = diff, rel
-            else:
-                self.both += both.sum()
-                zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
-                d = torch.where(both, diff, zero)
-                r = torch.where(both, rel, zero)
+            self.both += both.sum()
+            zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
+            d = torch.where(both, diff, zero)
+            r = torch.where(both, rel, zero)
             if d.numel():
                 self.max_abs = torch.maximum(self.max_abs, d.max().double())
                 self.max_rel = torch.maximum(self.max_rel, r.max().double())
@@ -211,7 +222,9 @@ def _finite_chunk(a, b, atol, rtol):
     close means |a - b| <= atol + rtol |b|, computed in the general path's order, so both paths
     give the same bits (tests/test_compare.py holds them to that)."""
     diff = (a - b).abs_()
-    if not bool(torch.isfinite(diff).all()):
+    # The largest difference is NaN or infinite exactly when some difference is (max propagates
+    # NaN): one reduction, without a mask as large as the chunk.
+    if not bool(torch.isfinite(diff.max())):
         return None
     bmag = b.abs()
     wrong = diff > bmag.mul(rtol).add_(atol)
@@ -333,7 +346,8 @@ def _wrong_map(out, ref, atol, rtol, floating):
 
 def digest(t):
     """A content hash of a tensor's bytes: the sum of its 32-bit words and the sum of every third
-    word, read in large chunks (two reductions per chunk, no copy of the tensor). Equal contents
+    word (each modulo 2^32 per chunk), read in large chunks (two reductions per chunk, no copy of
+    the tensor). Equal contents
     give equal digests; output finished after a call returned changes them unless its writer
     crafted the change to cancel out in both sums."""
     if t.numel() == 0:
@@ -345,11 +359,16 @@ def digest(t):
         words = words.view(torch.int32)
     s1 = torch.zeros((), dtype=torch.int64, device=words.device)
     s2 = torch.zeros((), dtype=torch.int64, device=words.device)
+    # 32-bit words are summed as int32, wrapping, which reads them in place: a sum to int64
+    # first copies the whole chunk to int64 (twice its bytes, on every timed call). Wrapping
+    # sums are still exact sums modulo 2^32. Bytes (a size not a multiple of 4) are summed to
+    # int64, whose copy is the price of not wrapping at 256.
+    acc = torch.int32 if words.dtype == torch.int32 else torch.int64
     step = 1 << 26
     for i in range(0, words.numel(), step):
         w = words[i:i + step]
-        s1 += w.sum(dtype=torch.int64)
-        s2 += w[(3 - i % 3) % 3::3].sum(dtype=torch.int64)
+        s1 += w.sum(dtype=acc)
+        s2 += w[(3 - i % 3) % 3::3].sum(dtype=acc)
     return [int(s1), int(s2)]
 
 

@@ -56,17 +56,23 @@ def test_a_failing_operation_is_accounted_and_still_replies():
 
 def test_touch_leaves_every_dtype_unchanged():
     for t in (torch.randn(5, 7), torch.randn(3, 4).t(), torch.tensor(2.5), torch.arange(10, dtype=torch.int64),
-              torch.rand(6) > 0.5, torch.randn(4, dtype=torch.complex64), torch.empty(0)):
+              torch.rand(6) > 0.5, torch.randn(4, dtype=torch.complex64), torch.empty(0),
+              torch.arange(7, dtype=torch.int8), torch.randn(9)[1:], torch.randn(3, dtype=torch.float16)):
         before = t.clone()
         harness._touch(t)
         assert torch.equal(t, before), t
 
 
-def test_reference_stages_fresh_inputs_and_candidate_fixed_buffers():
+def test_reference_stages_fresh_inputs_on_a_gpu_and_fixed_buffers_on_the_cpu():
     fresh = [torch.randn(4, 4), 3]
     ref = harness.Session("reference", {"device": "cpu"})
+    ref.device = torch.device("cuda", 0)  # _stage only asks which kind of device it serves
     got = ref._stage(fresh)
     assert got[0] is fresh[0] and got[1] == 3 and ref._bufs is None  # no second input-sized buffer
+    cpu_ref = harness.Session("reference", {"device": "cpu"})
+    first = cpu_ref._stage([torch.randn(4, 4), 3])
+    again = cpu_ref._stage(fresh)
+    assert first[0].data_ptr() == again[0].data_ptr() and torch.equal(again[0], fresh[0])
     cand = harness.Session("candidate", {"device": "cpu"})
     first = cand._stage([torch.randn(4, 4), 3])
     again = cand._stage(fresh)

@@ -204,3 +204,33 @@ def test_finite_path_steps_aside_for_nonfinite_and_overflow():
     assert _finite_chunk(torch.tensor([1.0]), torch.tensor([float("inf")]), 1e-5, 1e-5) is None
     res = compare.compare_tensor(torch.tensor([float("nan"), 1.0]), torch.tensor([float("nan"), 1.0]))
     assert res["ok"] and res["out_nan"] == 1
+
+
+def test_digest_wraps_without_losing_changes():
+    # Word sums far beyond 2^31 wrap (int32 sums read in place); the digest still sees a change.
+    t = torch.full((1 << 20,), 2 ** 30, dtype=torch.int32)
+    d = compare.digest(t)
+    assert compare.digest(t.clone()) == d
+    u = t.clone()
+    u[12345] += 1
+    assert compare.digest(u) != d
+    # Bytes whose count is not a multiple of 4 are summed without wrapping at 256.
+    b = torch.full((1001,), 255, dtype=torch.uint8)
+    assert compare.digest(b)[0] == 255 * 1001
+
+
+def test_finite_chunk_statistics_match_the_general_path():
+    g = torch.Generator().manual_seed(5)
+    ref = torch.randn(300, 200, generator=g)
+    out = ref + torch.randn(300, 200, generator=g) * 1e-6
+    out[7, 9] += 1.0  # one clearly wrong element
+    fast = compare.compare_tensor(out, ref)
+    withnan = ref.clone()
+    withnan[0, 0] = float("nan")
+    out2 = out.clone()
+    out2[0, 0] = float("nan")  # the same NaN on both sides sends the chunk down the general path
+    slow = compare.compare_tensor(out2, withnan)
+    assert not fast["ok"] and fast["wrong"] == slow["wrong"] == 1 and fast["first_wrong_index"] == [7, 9]
+    assert fast["max_abs_err"] == pytest.approx(slow["max_abs_err"], rel=1e-6)
+    assert fast["mean_abs_err"] == pytest.approx(slow["mean_abs_err"], rel=1e-3)
+    assert fast["max_rel_err"] == pytest.approx(slow["max_rel_err"], rel=1e-6)
