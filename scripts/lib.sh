@@ -88,3 +88,11 @@ build_binaries() {
 		CGO_ENABLED=1 CGO_CFLAGS="${CGO_CFLAGS:--O2} -Wno-deprecated-declarations" go build -o bin/kbplugin-target-local ./cmd/kbplugin-target-local
 	fi
 }
+
+# use_cutlass_checkout points CUTLASS_PATH at third_party/cutlass (git-ignored, carried to a GPU
+# machine) when it is unset and a checkout is there, so the CUTLASS kernels build.
+use_cutlass_checkout() {
+	if [ -z "${CUTLASS_PATH:-}" ] && [ -f third_party/cutlass/include/cutlass/cutlass.h ]; then
+		export CUTLASS_PATH=$PWD/third_party/cutlass
+	fi
+}
