@@ -55,6 +55,8 @@ type shared struct {
 	refs    map[string]*refServer
 	devices map[string]chan struct{}
 	spares  map[string][]*spare
+	// compiles remembers the sources compiled OK, by compileKey.
+	compiles map[string]*compileEntry
 }
 
 // deviceSlot returns the one-slot semaphore of a device. Evaluations on one device run one at a
@@ -106,7 +108,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, compiles: map[string]*compileEntry{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that
