@@ -22,7 +22,6 @@ from .errors import HarnessError, LoadError, describe
 # Captured before any candidate code can run; the harness calls these, never the module attributes.
 _perf_ns = time.perf_counter_ns
 _no_grad = torch.no_grad
-_equal = torch.equal
 _empty = torch.empty
 _Tensor = torch.Tensor
 _clone = torch.Tensor.clone
@@ -430,7 +429,7 @@ class Session:
             changed = []
             for i, (a, b) in enumerate(zip(in_leaves, p_leaves)):
                 if _isinstance(b, _Tensor):
-                    if not _isinstance(a, _Tensor) or a.shape != b.shape or a.dtype != b.dtype or not _equal(a, b):
+                    if not _isinstance(a, _Tensor) or not compare.same_bytes(a, b):
                         changed.append(i)
             res["inputs_changed"] = changed
             del in_leaves, pristine, p_leaves

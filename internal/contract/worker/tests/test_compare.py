@@ -234,3 +234,22 @@ def test_finite_chunk_statistics_match_the_general_path():
     assert fast["max_abs_err"] == pytest.approx(slow["max_abs_err"], rel=1e-6)
     assert fast["mean_abs_err"] == pytest.approx(slow["mean_abs_err"], rel=1e-3)
     assert fast["max_rel_err"] == pytest.approx(slow["max_rel_err"], rel=1e-6)
+
+
+def test_same_bytes_compares_bytes_a_chunk_at_a_time(monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK", 64)  # many chunks, the last one partial
+    for t in (torch.randn(37, 11), torch.randn(11, 37).t(), torch.tensor(1.5), torch.arange(7, dtype=torch.int8),
+              torch.rand(50) > 0.5, torch.randn(9, dtype=torch.complex64), torch.randn(33, dtype=torch.float16),
+              torch.randn(100)[3:], torch.empty(0)):
+        assert compare.same_bytes(t, t.clone()), t
+        if t.numel():
+            u = t.clone()
+            last = tuple(n - 1 for n in u.shape)
+            u[last] = (not bool(u[last])) if t.dtype == torch.bool else u[last] + 1
+            if not torch.equal(u, t):
+                assert not compare.same_bytes(u, t), t
+    nan = torch.tensor([float("nan"), 1.0])
+    assert compare.same_bytes(nan, nan.clone())  # torch.equal says False: NaN != NaN
+    assert not compare.same_bytes(torch.tensor([0.0]), torch.tensor([-0.0]))
+    assert not compare.same_bytes(torch.zeros(2, 3), torch.zeros(3, 2))
+    assert not compare.same_bytes(torch.zeros(3), torch.zeros(3, dtype=torch.float64))
