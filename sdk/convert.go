@@ -169,7 +169,8 @@ func ResultToPB(r *Result) *pb.Result {
 	}
 	if m := r.Memory; m != nil {
 		out.Memory = &pb.MemoryUse{FootprintBytes: m.Footprint, ReferencePeakBytes: m.ReferencePeak, CandidatePeakBytes: m.CandidatePeak,
-			PeakBytes: m.Peak, DeviceTotalBytes: m.DeviceTotal, EvidencePeakBytes: m.EvidencePeak}
+			PeakBytes: m.Peak, DeviceTotalBytes: m.DeviceTotal, EvidencePeakBytes: m.EvidencePeak,
+			ReferenceAllocatedBytes: m.ReferenceAllocated, CandidateAllocatedBytes: m.CandidateAllocated}
 	}
 	if pr := r.Profile; pr != nil {
 		out.Profile = &pb.Profile{Tool: pr.Tool, TotalUs: pr.TotalUS}
@@ -217,7 +218,8 @@ func ResultFromPB(p *pb.Result) *Result {
 	}
 	if m := p.Memory; m != nil {
 		r.Memory = &MemoryUse{Footprint: m.FootprintBytes, ReferencePeak: m.ReferencePeakBytes, CandidatePeak: m.CandidatePeakBytes,
-			Peak: m.PeakBytes, DeviceTotal: m.DeviceTotalBytes, EvidencePeak: m.EvidencePeakBytes}
+			Peak: m.PeakBytes, DeviceTotal: m.DeviceTotalBytes, EvidencePeak: m.EvidencePeakBytes,
+			ReferenceAllocated: m.ReferenceAllocatedBytes, CandidateAllocated: m.CandidateAllocatedBytes}
 	}
 	if pr := p.Profile; pr != nil {
 		r.Profile = &Profile{Tool: pr.Tool, TotalUS: pr.TotalUs}
@@ -444,7 +446,7 @@ func workerOpsToPB(ops map[string]WorkerOp) map[string]*pb.WorkerOp {
 	}
 	out := make(map[string]*pb.WorkerOp, len(ops))
 	for k, o := range ops {
-		out[k] = &pb.WorkerOp{Calls: int64(o.Calls), Seconds: o.Seconds, PeakBytes: o.PeakBytes}
+		out[k] = &pb.WorkerOp{Calls: int64(o.Calls), Seconds: o.Seconds, PeakBytes: o.PeakBytes, PeakAllocatedBytes: o.PeakAllocatedBytes}
 	}
 	return out
 }
@@ -455,7 +457,7 @@ func workerOpsFromPB(ops map[string]*pb.WorkerOp) map[string]WorkerOp {
 	}
 	out := make(map[string]WorkerOp, len(ops))
 	for k, o := range ops {
-		out[k] = WorkerOp{Calls: int(o.GetCalls()), Seconds: o.GetSeconds(), PeakBytes: o.GetPeakBytes()}
+		out[k] = WorkerOp{Calls: int(o.GetCalls()), Seconds: o.GetSeconds(), PeakBytes: o.GetPeakBytes(), PeakAllocatedBytes: o.GetPeakAllocatedBytes()}
 	}
 	return out
 }

@@ -174,8 +174,9 @@ type WorkerOp struct {
 	Calls   int     `json:"calls"`
 	Seconds float64 `json:"seconds"`
 	// PeakBytes is the device memory the process's allocator reserved at most during these
-	// operations (zero on the CPU).
-	PeakBytes int64 `json:"peak_bytes"`
+	// operations, PeakAllocatedBytes what its live tensors used at most (zero on the CPU).
+	PeakBytes          int64 `json:"peak_bytes"`
+	PeakAllocatedBytes int64 `json:"peak_allocated_bytes,omitempty"`
 }
 
 // Profile is one profiled forward of a candidate: what ran, most expensive first.
@@ -210,6 +211,11 @@ type MemoryUse struct {
 	// float64 precision run, made after timing only where it fits: not part of Peak, which is
 	// what judging the kernel needs.
 	EvidencePeak int64 `json:"evidence_peak_bytes,omitempty"`
+	// ReferenceAllocated and CandidateAllocated are each process's peak of memory in live
+	// tensors. Where a peak (reserved) runs well ahead of it, the allocator's cached blocks did not
+	// fit a request and it took new ones.
+	ReferenceAllocated int64 `json:"reference_allocated_bytes,omitempty"`
+	CandidateAllocated int64 `json:"candidate_allocated_bytes,omitempty"`
 }
 
 // CompileResult is the outcome of the compile phase (importing the candidate on the CPU side).

@@ -444,6 +444,10 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 		gib := func(b int64) float64 { return float64(b) / (1 << 30) }
 		fmt.Fprintf(w, "memory    peak %.1f GiB (reference %.1f + candidate %.1f) for a task whose eager forward needs %.1f GiB (%.1fx)\n",
 			gib(m.Peak), gib(m.ReferencePeak), gib(m.CandidatePeak), gib(m.Footprint), float64(m.Peak)/float64(m.Footprint))
+		if m.ReferenceAllocated > 0 || m.CandidateAllocated > 0 {
+			fmt.Fprintf(w, "          in live tensors at most: reference %.1f + candidate %.1f GiB (what the peaks hold beyond that is the allocators' cache)\n",
+				gib(m.ReferenceAllocated), gib(m.CandidateAllocated))
+		}
 		if m.EvidencePeak > 0 {
 			fmt.Fprintf(w, "          the reference's float64 precision run (runtime evidence, after timing) held %.1f GiB apart from that\n", gib(m.EvidencePeak))
 		}

@@ -312,8 +312,8 @@ func (r *evalRun) memory() {
 		return
 	}
 	m := &MemoryUse{Footprint: r.ref.footprint, DeviceTotal: r.ref.total}
-	m.ReferencePeak, m.EvidencePeak = ref.PeakReserved, ref.EvidencePeak
-	m.CandidatePeak = cand.PeakReserved
+	m.ReferencePeak, m.EvidencePeak, m.ReferenceAllocated = ref.PeakReserved, ref.EvidencePeak, ref.PeakAllocated
+	m.CandidatePeak, m.CandidateAllocated = cand.PeakReserved, cand.PeakAllocated
 	m.Peak = m.ReferencePeak + m.CandidatePeak
 	r.res.Memory = m
 }

@@ -317,10 +317,10 @@ func TestAccountedOpsAreOps(t *testing.T) {
 		}
 	}
 	got := phaseOps(map[string]workerOp{
-		"trial": {Calls: 3, Seconds: 0.5, Peak: 10}, "evil": {Calls: 1}, "timed": {Calls: -1},
+		"trial": {Calls: 3, Seconds: 0.5, Peak: 10, Allocated: 4}, "evil": {Calls: 1}, "timed": {Calls: -1},
 		"compare": {Calls: 1, Seconds: math.Inf(1)},
 	})
-	if len(got) != 1 || got["trial"] != (WorkerOp{Calls: 3, Seconds: 0.5, PeakBytes: 10}) {
+	if len(got) != 1 || got["trial"] != (WorkerOp{Calls: 3, Seconds: 0.5, PeakBytes: 10, PeakAllocatedBytes: 4}) {
 		t.Errorf("phaseOps kept %+v, want only the trial", got)
 	}
 }

@@ -178,9 +178,10 @@ type workerMemory struct {
 
 // workerOp is one kind of operation in a worker's account.
 type workerOp struct {
-	Calls   int     `json:"calls"`
-	Seconds float64 `json:"seconds"`
-	Peak    int64   `json:"peak_reserved"`
+	Calls     int     `json:"calls"`
+	Seconds   float64 `json:"seconds"`
+	Peak      int64   `json:"peak_reserved"`
+	Allocated int64   `json:"peak_allocated"`
 }
 
 // accountedOps are the operations a worker accounts for (the worker leaves out hello, memory, gc
@@ -194,10 +195,10 @@ func phaseOps(ops map[string]workerOp) map[string]WorkerOp {
 	out := map[string]WorkerOp{}
 	for _, k := range accountedOps {
 		o, ok := ops[k]
-		if !ok || o.Calls < 0 || o.Seconds < 0 || o.Peak < 0 || math.IsNaN(o.Seconds) || math.IsInf(o.Seconds, 0) {
+		if !ok || o.Calls < 0 || o.Seconds < 0 || o.Peak < 0 || o.Allocated < 0 || math.IsNaN(o.Seconds) || math.IsInf(o.Seconds, 0) {
 			continue
 		}
-		out[k] = WorkerOp{Calls: o.Calls, Seconds: o.Seconds, PeakBytes: o.Peak}
+		out[k] = WorkerOp{Calls: o.Calls, Seconds: o.Seconds, PeakBytes: o.Peak, PeakAllocatedBytes: o.Allocated}
 	}
 	if len(out) == 0 {
 		return nil

@@ -78,3 +78,51 @@ def test_reference_stages_fresh_inputs_on_a_gpu_and_fixed_buffers_on_the_cpu():
     again = cand._stage(fresh)
     assert first[0].data_ptr() == again[0].data_ptr()  # the same address on every call
     assert torch.equal(again[0], fresh[0]) and again[0] is not fresh[0]
+
+
+class _FakeAllocator:
+    """torch.cuda's peak counters, as a test drives them."""
+
+    def __init__(self):
+        self.reserved = self.allocated = 0
+        self.max_reserved = self.max_allocated = 0
+
+    def use(self, reserved, allocated):
+        self.reserved, self.allocated = reserved, allocated
+        self.max_reserved = max(self.max_reserved, reserved)
+        self.max_allocated = max(self.max_allocated, allocated)
+
+    def reset(self, device=None):
+        self.max_reserved, self.max_allocated = self.reserved, self.allocated
+
+
+def test_peaks_per_operation_and_the_evidence_apart(monkeypatch):
+    fake = _FakeAllocator()
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda d=None: fake.max_reserved)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d=None: fake.max_allocated)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", fake.reset)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d=None: (10, 100))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: fake.use(fake.allocated, fake.allocated))
+    s = harness.Session("reference", {"device": "cpu"})
+    s.device = torch.device("cuda", 0)  # the accounting only asks which kind of device it serves
+    s.reset_peak()
+    fake.use(40, 30)
+    s.op_done("compare", 0.5)
+    fake.use(20, 10)
+    s.op_done("timed", 0.1)
+    # The precision run's float64 copies are evidence: their peak is kept apart.
+    fake.use(45, 35)
+    s._evidence_begins()
+    fake.use(90, 80)
+    fake.use(90, 35)  # the copies are freed; their blocks stay cached until empty_cache
+    s._evidence_ends()
+    fake.use(45, 35)
+    s.op_done("compare", 0.5)
+    m = s.memory()
+    assert m["ops"]["compare"] == {"calls": 2, "seconds": 1.0, "peak_reserved": 45, "peak_allocated": 35}
+    # timed ran after compare had reserved 40: reserved peaks are what the process still held.
+    assert m["ops"]["timed"]["peak_reserved"] == 40 and m["ops"]["timed"]["peak_allocated"] == 30
+    assert (m["peak_reserved"], m["peak_allocated"], m["evidence_peak_reserved"]) == (45, 35, 90)
+    assert (m["free"], m["total"]) == (10, 100)
+    s.reset_peak()
+    assert s.memory()["ops"] == {} and s.memory()["peak_reserved"] == 45  # what it holds now

@@ -1441,12 +1441,13 @@ func (x *Phases) GetCandidateOps() map[string]*WorkerOp {
 
 // What one kind of worker operation cost a process during one evaluation.
 type WorkerOp struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Calls         int64                  `protobuf:"varint,1,opt,name=calls,proto3" json:"calls,omitempty"`
-	Seconds       float64                `protobuf:"fixed64,2,opt,name=seconds,proto3" json:"seconds,omitempty"`
-	PeakBytes     int64                  `protobuf:"varint,3,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Calls              int64                  `protobuf:"varint,1,opt,name=calls,proto3" json:"calls,omitempty"`
+	Seconds            float64                `protobuf:"fixed64,2,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	PeakBytes          int64                  `protobuf:"varint,3,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
+	PeakAllocatedBytes int64                  `protobuf:"varint,4,opt,name=peak_allocated_bytes,json=peakAllocatedBytes,proto3" json:"peak_allocated_bytes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *WorkerOp) Reset() {
@@ -1500,6 +1501,13 @@ func (x *WorkerOp) GetPeakBytes() int64 {
 	return 0
 }
 
+func (x *WorkerOp) GetPeakAllocatedBytes() int64 {
+	if x != nil {
+		return x.PeakAllocatedBytes
+	}
+	return 0
+}
+
 // Device memory as the evaluation's processes' allocators saw it.
 type MemoryUse struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -1509,9 +1517,11 @@ type MemoryUse struct {
 	PeakBytes          int64                  `protobuf:"varint,4,opt,name=peak_bytes,json=peakBytes,proto3" json:"peak_bytes,omitempty"`
 	DeviceTotalBytes   int64                  `protobuf:"varint,5,opt,name=device_total_bytes,json=deviceTotalBytes,proto3" json:"device_total_bytes,omitempty"`
 	// The reference's peak during the runtime evidence's float64 precision run (not in peak_bytes).
-	EvidencePeakBytes int64 `protobuf:"varint,6,opt,name=evidence_peak_bytes,json=evidencePeakBytes,proto3" json:"evidence_peak_bytes,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	EvidencePeakBytes       int64 `protobuf:"varint,6,opt,name=evidence_peak_bytes,json=evidencePeakBytes,proto3" json:"evidence_peak_bytes,omitempty"`
+	ReferenceAllocatedBytes int64 `protobuf:"varint,7,opt,name=reference_allocated_bytes,json=referenceAllocatedBytes,proto3" json:"reference_allocated_bytes,omitempty"`
+	CandidateAllocatedBytes int64 `protobuf:"varint,8,opt,name=candidate_allocated_bytes,json=candidateAllocatedBytes,proto3" json:"candidate_allocated_bytes,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *MemoryUse) Reset() {
@@ -1582,6 +1592,20 @@ func (x *MemoryUse) GetDeviceTotalBytes() int64 {
 func (x *MemoryUse) GetEvidencePeakBytes() int64 {
 	if x != nil {
 		return x.EvidencePeakBytes
+	}
+	return 0
+}
+
+func (x *MemoryUse) GetReferenceAllocatedBytes() int64 {
+	if x != nil {
+		return x.ReferenceAllocatedBytes
+	}
+	return 0
+}
+
+func (x *MemoryUse) GetCandidateAllocatedBytes() int64 {
+	if x != nil {
+		return x.CandidateAllocatedBytes
 	}
 	return 0
 }
@@ -2256,12 +2280,13 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2\x1e.kbplatform.plugin.v1.WorkerOpR\x05value:\x028\x01\x1a_\n" +
 	"\x11CandidateOpsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
-	"\x05value\x18\x02 \x01(\v2\x1e.kbplatform.plugin.v1.WorkerOpR\x05value:\x028\x01\"Y\n" +
+	"\x05value\x18\x02 \x01(\v2\x1e.kbplatform.plugin.v1.WorkerOpR\x05value:\x028\x01\"\x8b\x01\n" +
 	"\bWorkerOp\x12\x14\n" +
 	"\x05calls\x18\x01 \x01(\x03R\x05calls\x12\x18\n" +
 	"\aseconds\x18\x02 \x01(\x01R\aseconds\x12\x1d\n" +
 	"\n" +
-	"peak_bytes\x18\x03 \x01(\x03R\tpeakBytes\"\x95\x02\n" +
+	"peak_bytes\x18\x03 \x01(\x03R\tpeakBytes\x120\n" +
+	"\x14peak_allocated_bytes\x18\x04 \x01(\x03R\x12peakAllocatedBytes\"\x8d\x03\n" +
 	"\tMemoryUse\x12'\n" +
 	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\x120\n" +
 	"\x14reference_peak_bytes\x18\x02 \x01(\x03R\x12referencePeakBytes\x120\n" +
@@ -2269,7 +2294,9 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"peak_bytes\x18\x04 \x01(\x03R\tpeakBytes\x12,\n" +
 	"\x12device_total_bytes\x18\x05 \x01(\x03R\x10deviceTotalBytes\x12.\n" +
-	"\x13evidence_peak_bytes\x18\x06 \x01(\x03R\x11evidencePeakBytes\"2\n" +
+	"\x13evidence_peak_bytes\x18\x06 \x01(\x03R\x11evidencePeakBytes\x12:\n" +
+	"\x19reference_allocated_bytes\x18\a \x01(\x03R\x17referenceAllocatedBytes\x12:\n" +
+	"\x19candidate_allocated_bytes\x18\b \x01(\x03R\x17candidateAllocatedBytes\"2\n" +
 	"\x04Flag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xad\x01\n" +
