@@ -115,6 +115,8 @@ class Worker:
     def op_load(self, cmd, seq):
         s = self.session
         cmd["phase"] = "load"
+        if cmd.get("build", True):
+            s.reserve_flush_buffer()  # before the task or the candidate allocates anything
         s.load_task(cmd["task_path"])
         if self.role == "candidate":
             cls = s.import_candidate(cmd["kernel_path"])

@@ -85,12 +85,6 @@ class Session:
             torch.cuda.set_device(self.device)
             self._ev0 = _Event(enable_timing=True)
             self._ev1 = _Event(enable_timing=True)
-            # The cache-flush buffer lives as long as the process, so it is allocated before
-            # anything else. Made lazily at the first timed call, it was carved out of whatever
-            # free block the allocator held then, typically an input- or output-sized one: that
-            # block could no longer hold an input or output, and the next one took a new segment
-            # (on the H200, KernelBench's 6 GiB ReLU cost a third 6 GiB segment per side for it).
-            self._flush_buffer()
 
     # ---- setup -------------------------------------------------------------------------------
 
@@ -214,6 +208,16 @@ class Session:
         """Remember a call's output tensors, to poison them when they are let go."""
         _, leaves = compare.flatten(out)
         self._poisonable.extend(t for t in leaves if _isinstance(t, _Tensor) and t.device.type == "cuda")
+
+    def reserve_flush_buffer(self):
+        """Allocate the cache-flush buffer, which lives as long as the process, before anything
+        else on the device (a compile process, which times nothing, never does). Made lazily at
+        the first timed call, it was carved out of whatever free block the allocator held then,
+        typically an input- or output-sized one: that block could no longer hold an input or
+        output, and the next one took a new segment (on the H200, KernelBench's 6 GiB ReLU cost a
+        third 6 GiB segment per side for it)."""
+        if self.device.type == "cuda":
+            self._flush_buffer()
 
     def _flush_buffer(self):
         if self._flush_buf is None and self.settings.get("flush_cache", True):
@@ -395,7 +399,9 @@ class Session:
             args = inputs.make_inputs(self.task, seed, "default", self.device)
             out = self._call(args)
             del out, args
-            self._footprint = int(torch.cuda.max_memory_allocated(self.device))
+            # The flush buffer, allocated first, is the harness's, not the task's.
+            flush = self._flush_buf.numel() if self._flush_buf is not None else 0
+            self._footprint = int(torch.cuda.max_memory_allocated(self.device)) - flush
         return self._footprint
 
     # ---- reference side ----------------------------------------------------------------------
