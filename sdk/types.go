@@ -161,7 +161,7 @@ type Phases struct {
 	// empty calls not): what an evaluation cannot do without.
 	GPUWork float64 `json:"gpu_work_s"`
 	Total   float64 `json:"total_s"`
-	// ReferenceOps and CandidateOps split each process's time by worker operation (load, call,
+	// ReferenceOps and CandidateOps split each process's time by worker operation (load, trial,
 	// compare, timed, ...), as the process itself measured it. The difference between Total and
 	// their sum is the driver's own time: process starts, pipes, transfers. The candidate's are
 	// diagnostic only: its process ran untrusted code and could have written anything there.
