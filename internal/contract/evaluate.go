@@ -92,7 +92,7 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	// The candidate's process (after the reference's start is under way: a spare may still be
 	// finishing its imports): a spare started during an earlier evaluation when there is one
 	// (its torch import already done), else a new one. Its folder is the evaluation's.
-	cand, err := e.candidateProcess(ctx, device)
+	cand, err := e.workerProcess(ctx, "candidate", device)
 	if err != nil {
 		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
 		return res
@@ -164,7 +164,7 @@ func (r *evalRun) tamper(found []string) bool {
 	return len(r.res.Tampered) > 0
 }
 
-func (r *evalRun) execute(k Kernel, device, dir string, cand *candidate, reference func() (*refServer, error)) {
+func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, reference func() (*refServer, error)) {
 	e, cfg := r.e, r.e.opt.Config
 	taskPath, err := e.writeTask(r.task)
 	if err != nil {

@@ -103,23 +103,18 @@ func (e *Evaluator) reference(ctx context.Context, t Task, device, mode string) 
 		return r, nil
 	}
 	e.mu.Unlock()
-	dir, err := os.MkdirTemp(e.opt.WorkDir, "ref-")
+	w, err := e.workerProcess(ctx, "reference", device)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrHarness, err)
+		return nil, err // the harness's (spawn, a scratch folder)
 	}
-	p, settings, err := e.spawn("reference", device, dir)
+	h, err := e.hello(ctx, w.p, w.settings)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	h, err := e.hello(ctx, p, settings)
-	if err != nil {
-		log := p.log.String()
-		p.close()
-		os.RemoveAll(dir)
+		log := w.p.log.String()
+		w.p.close()
+		os.RemoveAll(w.dir)
 		return nil, &refFailure{err: err, log: log}
 	}
-	r = &refServer{p: p, fp: h.Fingerprint, ipc: h.IPC, dir: dir, mode: mode, key: key, device: device, users: 1, used: time.Now()}
+	r = &refServer{p: w.p, fp: h.Fingerprint, ipc: h.IPC, dir: w.dir, mode: mode, key: key, device: device, users: 1, used: time.Now()}
 	e.mu.Lock()
 	var done []*refServer
 	if old := e.refs[key]; old != nil && old.users == 0 {

@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -14,8 +15,14 @@ import (
 // process, started while the current one runs. It imports everything and touches no device
 // (CUDA is initialised by its hello, once an evaluation takes it), so it shares nothing with
 // the running evaluation; each evaluation still gets a process of its own, used once.
+//
+// The reference process is kept per task (refpool.go), so it is started once per task, not per
+// evaluation; but work that moves from task to task (a baseline of the suite, a study) started
+// one for every task and waited for its imports, about half of an eager A/A's 9 s a task. One
+// spare reference process is kept beside the candidate spares for the next task that needs one.
+// It is as clean as one started then: nothing but the harness has run in it.
 
-// SpareMode says when an Evaluator starts spare candidate processes.
+// SpareMode says when an Evaluator starts spare worker processes.
 type SpareMode int
 
 const (
@@ -24,9 +31,9 @@ const (
 	SparesOff
 )
 
-// candidate is a candidate worker process, the folder it runs in (the evaluation's), and the
-// settings its hello sends.
-type candidate struct {
+// workerProc is a worker process, the folder it runs in (a candidate's is its evaluation's), and
+// the settings its hello sends.
+type workerProc struct {
 	p        *proc
 	dir      string
 	settings workerSettings
@@ -38,9 +45,20 @@ type candidate struct {
 // evaluations before one takes it.
 const spareDepth = 3
 
-// spare is a candidate process being prepared for a later evaluation.
+// spareReferences is how many spare reference processes are kept per device: a new task comes at
+// most once per evaluation, and a batch on one task never takes one.
+const spareReferences = 1
+
+func sparesWanted(role string) int {
+	if role == "reference" {
+		return spareReferences
+	}
+	return spareDepth
+}
+
+// spare is a worker process being prepared for a later evaluation (or task).
 type spare struct {
-	c     *candidate
+	c     *workerProc
 	ready chan struct{}
 	err   error
 }
@@ -61,38 +79,42 @@ func (e *Evaluator) sparesOn(device string) bool {
 	return strings.HasPrefix(device, "cuda")
 }
 
-// candidateKey identifies the processes that can serve an evaluation: the same device,
+// workerKey identifies the processes that can serve a role on a device: the same role, device,
 // environment and settings.
-func (e *Evaluator) candidateKey(device string) (string, error) {
-	env, settings, err := e.workerSetup("candidate", device)
+func (e *Evaluator) workerKey(role, device string) (string, error) {
+	env, settings, err := e.workerSetup(role, device)
 	if err != nil {
 		return "", err
 	}
 	b, _ := json.Marshal(settings)
-	return device + "\x00" + strings.Join(env, "\x00") + "\x00" + string(b), nil
+	return role + "\x00" + device + "\x00" + strings.Join(env, "\x00") + "\x00" + string(b), nil
 }
 
-func (e *Evaluator) newCandidate(device string) (*candidate, error) {
-	dir, err := os.MkdirTemp(e.opt.WorkDir, "eval-")
-	if err != nil {
-		return nil, err
+func (e *Evaluator) newWorker(role, device string) (*workerProc, error) {
+	prefix := "eval-"
+	if role == "reference" {
+		prefix = "ref-"
 	}
-	p, settings, err := e.spawn("candidate", device, dir)
+	dir, err := os.MkdirTemp(e.opt.WorkDir, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrHarness, err)
+	}
+	p, settings, err := e.spawn(role, device, dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &candidate{p: p, dir: dir, settings: settings}, nil
+	return &workerProc{p: p, dir: dir, settings: settings}, nil
 }
 
-// startSpares tops the spares of key up to spareDepth.
-func (e *Evaluator) startSpares(device, key string) {
+// startSpares tops the spares of key up to what its role keeps.
+func (e *Evaluator) startSpares(role, device, key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for len(e.spares[key]) < spareDepth {
-		c, err := e.newCandidate(device)
+	for len(e.spares[key]) < sparesWanted(role) {
+		c, err := e.newWorker(role, device)
 		if err != nil {
-			return // the next evaluation starts its own
+			return // the next evaluation (or task) starts its own
 		}
 		s := &spare{c: c, ready: make(chan struct{})}
 		e.spares[key] = append(e.spares[key], s)
@@ -123,10 +145,11 @@ func (e *Evaluator) quietSpares(f func()) {
 	f()
 }
 
-// candidateProcess returns the process an evaluation's candidate runs in: a ready spare when
-// there is one, else a new process. When spares are on it starts the next one.
-func (e *Evaluator) candidateProcess(ctx context.Context, device string) (*candidate, error) {
-	key, err := e.candidateKey(device)
+// workerProcess returns a new process of a role (an evaluation's candidate, or a task's
+// reference): a ready spare when there is one, else a new process. When spares are on it starts
+// the next one.
+func (e *Evaluator) workerProcess(ctx context.Context, role, device string) (*workerProc, error) {
+	key, err := e.workerKey(role, device)
 	if err != nil {
 		return nil, err
 	}
@@ -137,18 +160,18 @@ func (e *Evaluator) candidateProcess(ctx context.Context, device string) (*candi
 	}
 	e.mu.Unlock()
 	if e.sparesOn(device) {
-		defer e.startSpares(device, key)
+		defer e.startSpares(role, device, key)
 	}
 	if s != nil {
 		select {
 		case <-s.ready:
 			if s.err == nil && !s.c.p.exited() {
-				e.progress("candidate process: a spare, started during an earlier evaluation")
+				e.progress("%s process: a spare, started during an earlier evaluation", role)
 				return s.c, nil
 			}
 		case <-ctx.Done():
 		}
 		go s.discard()
 	}
-	return e.newCandidate(device)
+	return e.newWorker(role, device)
 }

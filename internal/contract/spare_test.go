@@ -2,22 +2,27 @@ package contract
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestSpareCandidateProcess checks that with spares on, an evaluation takes the candidate process
-// an earlier one started, that it still gets a process of its own (never one a candidate ran in),
-// and that Close ends the spare left over. Each record says where its time went.
-func TestSpareCandidateProcess(t *testing.T) {
+// TestSpareProcesses checks that with spares on, an evaluation takes the candidate process an
+// earlier one started, that it still gets a process of its own (never one a candidate ran in),
+// that a task met for the first time gets the spare reference process started beside them (never
+// a candidate's), and that Close ends the spares left over. Each record says where its time went.
+func TestSpareProcesses(t *testing.T) {
 	e := newEvaluator(t, nil)
 	e.opt.Spares = SparesOn
-	var spareUsed []bool
+	var spareUsed, refSpareUsed []bool
 	progress := func(m string) {
 		t.Log(m)
 		if strings.HasPrefix(m, "candidate process: a spare") {
 			spareUsed[len(spareUsed)-1] = true
+		}
+		if strings.HasPrefix(m, "reference process: a spare") {
+			refSpareUsed[len(refSpareUsed)-1] = true
 		}
 	}
 	e2, err := e.With(e.Config(), progress, nil)
@@ -25,11 +30,15 @@ func TestSpareCandidateProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2.opt.Spares = SparesOn
-	task := loadTask(t, "scale_relu")
+	// Two tasks: the second is new, so its reference process comes from the spare.
+	first := loadTask(t, "scale_relu")
+	second := first
+	second.ID, second.Hash = first.ID+"-again", first.Hash+"-again"
+	tasks := []Task{first, second}
 	k := loadKernel(t, "honest_torch")
-	var pids []int
-	for i := 0; i < 2; i++ {
-		spareUsed = append(spareUsed, false)
+	var pids, refSpares []int
+	for i, task := range tasks {
+		spareUsed, refSpareUsed = append(spareUsed, false), append(refSpareUsed, false)
 		res := e2.Evaluate(context.Background(), task, k, "cpu", nil)
 		if res.Verdict != Pass {
 			t.Fatalf("evaluation %d: %s %s %s\n%s", i, res.Verdict, res.ErrorClass, res.Message, res.Log)
@@ -58,34 +67,58 @@ func TestSpareCandidateProcess(t *testing.T) {
 			}
 		}
 		e.mu.Lock()
-		for _, ss := range e.spares {
-			if len(ss) != spareDepth {
-				t.Errorf("evaluation %d: %d spares, want %d", i, len(ss), spareDepth)
+		for key, ss := range e.spares {
+			role, _, _ := strings.Cut(key, "\x00")
+			if len(ss) != sparesWanted(role) {
+				t.Errorf("evaluation %d: %d %s spares, want %d", i, len(ss), role, sparesWanted(role))
 			}
-			pids = append(pids, ss[len(ss)-1].c.p.pid())
+			if role == "reference" {
+				refSpares = append(refSpares, ss[0].c.p.pid())
+			} else {
+				pids = append(pids, ss[len(ss)-1].c.p.pid())
+			}
+		}
+		if i == 1 && len(refSpares) > 0 {
+			// The second task's reference is the spare seen after the first evaluation.
+			if got := e.refs[e.refKey(task, "cpu", "eager")].p.pid(); got != refSpares[0] {
+				t.Errorf("the second task's reference is process %d, want the spare %d", got, refSpares[0])
+			}
 		}
 		e.mu.Unlock()
 	}
 	if spareUsed[0] || !spareUsed[1] {
 		t.Fatalf("spare used per evaluation: %v, want [false true]", spareUsed)
 	}
+	if refSpareUsed[0] || !refSpareUsed[1] {
+		t.Fatalf("spare reference used per evaluation: %v, want [false true]", refSpareUsed)
+	}
 	if len(pids) != 2 || pids[0] == pids[1] {
 		t.Fatalf("spares after each evaluation: %v, want two different processes", pids)
 	}
+	if len(refSpares) != 2 || refSpares[0] == refSpares[1] {
+		t.Fatalf("spare references after each evaluation: %v, want two different processes", refSpares)
+	}
+	for _, p := range refSpares {
+		if slices.Contains(pids, p) {
+			t.Fatalf("process %d served as a spare candidate and a spare reference", p)
+		}
+	}
 	e.mu.Lock()
-	var last *proc
+	var left []*proc
 	for _, ss := range e.spares {
 		for _, s := range ss {
 			<-s.ready
-			last = s.c.p
+			left = append(left, s.c.p)
 		}
 	}
 	e.mu.Unlock()
-	if last == nil {
-		t.Fatal("no spare left for a third evaluation")
+	if len(left) != spareDepth+spareReferences {
+		t.Fatalf("%d spares left for a third evaluation, want %d", len(left), spareDepth+spareReferences)
 	}
 	e.Close()
-	if !waitExited(last, 10*time.Second) {
-		t.Fatal("the spare left over still runs after Close")
+	for _, p := range left {
+		if !waitExited(p, 10*time.Second) {
+			t.Fatal("a spare left over still runs after Close")
+		}
 	}
 }
