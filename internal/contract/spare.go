@@ -18,8 +18,8 @@ import (
 //
 // The reference process is kept per task (refpool.go), so it is started once per task, not per
 // evaluation; but work that moves from task to task (a baseline of the suite, a study) started
-// one for every task and waited for its imports, about half of an eager A/A's 9 s a task. One
-// spare reference process is kept beside the candidate spares for the next task that needs one.
+// one for every task and waited for its imports, about half of an eager A/A's 9 s a task. Spare
+// reference processes are kept beside the candidate spares for the next tasks that need one.
 // It is as clean as one started then: nothing but the harness has run in it.
 
 // SpareMode says when an Evaluator starts spare worker processes.
@@ -45,9 +45,11 @@ type workerProc struct {
 // evaluations before one takes it.
 const spareDepth = 3
 
-// spareReferences is how many spare reference processes are kept per device: a new task comes at
-// most once per evaluation, and a batch on one task never takes one.
-const spareReferences = 1
+// spareReferences is how many spare reference processes are kept per device. A new task comes at
+// most once per evaluation, but a spare's imports only progress outside the timing phases (as a
+// candidate spare's), so each is started two evaluations before one takes it. A batch on one task
+// never takes one: two idle processes that touched no device.
+const spareReferences = 2
 
 func sparesWanted(role string) int {
 	if role == "reference" {
