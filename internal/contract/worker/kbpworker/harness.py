@@ -430,19 +430,11 @@ class Session:
         # The inputs are checked before the reference output is computed: at most two input- or
         # output-sized tensors are alive at once.
         self._release()
+        if self._ref_cache and self._ref_cache[0][0] != (seed, dist):
+            self._ref_cache = []  # another seed's output must not sit beside the regenerated inputs
         res = {}
         if inputs_manifest is not None:
-            _, in_leaves = load_output(inputs_manifest, self.device)
-            in_leaves, _ = _unplace(in_leaves, self.device)
-            pristine = inputs.make_inputs(self.task, seed, dist, self.device)
-            _, p_leaves = compare.flatten(list(pristine))
-            changed = []
-            for i, (a, b) in enumerate(zip(in_leaves, p_leaves)):
-                if _isinstance(b, _Tensor):
-                    if not _isinstance(a, _Tensor) or not compare.same_bytes(a, b):
-                        changed.append(i)
-            res["inputs_changed"] = changed
-            del in_leaves, pristine, p_leaves
+            res["inputs_changed"] = self._inputs_changed(seed, dist, inputs_manifest)
         self.last_ref_ms = 0.0
         ref_sig, ref_leaves = self.reference(seed, dist)
         res["ref_call_ms"] = self.last_ref_ms
@@ -468,6 +460,22 @@ class Session:
                 self._evidence_ends()
         del out_leaves
         return res
+
+    def _inputs_changed(self, seed, dist, inputs_manifest):
+        """The positions of the candidate's inputs whose bytes differ from inputs regenerated from
+        the seed. A function of its own so that every tensor it made is gone when it returns: the
+        loop's variables had kept the last regenerated input alive through the reference's call
+        (on the H100, KernelBench's 6 GiB ReLU: four input-sized tensors in the reference's
+        compare where two are needed)."""
+        _, in_leaves = load_output(inputs_manifest, self.device)
+        in_leaves, _ = _unplace(in_leaves, self.device)
+        _, p_leaves = compare.flatten(list(inputs.make_inputs(self.task, seed, dist, self.device)))
+        changed = []
+        for i in range(len(p_leaves)):
+            a, b = in_leaves[i] if i < len(in_leaves) else None, p_leaves[i]
+            if _isinstance(b, _Tensor) and (not _isinstance(a, _Tensor) or not compare.same_bytes(a, b)):
+                changed.append(i)
+        return changed
 
     def validate(self, dists, seeds, tol=None):
         """Run the reference on every distribution and report whether it is usable."""
