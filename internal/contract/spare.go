@@ -20,7 +20,7 @@ import (
 // evaluation; but work that moves from task to task (a baseline of the suite, a study) started
 // one for every task and waited for its imports, about half of an eager A/A's 9 s a task. Spare
 // reference processes are kept beside the candidate spares for the next tasks that need one.
-// It is as clean as one started then: nothing but the harness has run in it.
+// Each is as clean as one started then: nothing but the harness has run in it.
 
 // SpareMode says when an Evaluator starts spare worker processes.
 type SpareMode int
