@@ -189,6 +189,19 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, refere
 			r.res.Log = "== reference process ==\n" + refLog + "\n== candidate process ==\n" + r.res.Log
 		}
 	}()
+	// The candidate's hello starts its CUDA context; it runs no candidate code, so it need not
+	// wait for the reference, only for the one setting the reference decides (whether outputs
+	// travel by CUDA IPC), known once the device's first reference has started. On a new task
+	// both processes' CUDA starts then overlap instead of running one after the other.
+	var early chan error
+	if ipc, ok := e.knownIPC(device); ok {
+		cand.settings.IPC = ipc
+		early = make(chan error, 1)
+		go func() {
+			_, err := e.hello(r.ctx, cand.p, cand.settings)
+			early <- err
+		}()
+	}
 	ref, err := reference()
 	r.phases.ReferenceReady = r.since()
 	if err != nil {
@@ -203,8 +216,24 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, refere
 	r.ref = ref
 	r.res.Fingerprint = e.fingerprint(device, ref.fp)
 	// Outputs reach the reference through CUDA IPC where the reference can map them.
-	cand.settings.IPC = ref.ipc
-	if _, err := e.hello(r.ctx, cand.p, cand.settings); err != nil {
+	if early == nil {
+		cand.settings.IPC = ref.ipc
+		_, err = e.hello(r.ctx, cand.p, cand.settings)
+	} else {
+		err = <-early
+		if err == nil && cand.settings.IPC != ref.ipc {
+			// The device's earlier references said otherwise: the driver or the GPU changed under
+			// a running evaluator. The candidate would send outputs this reference cannot read;
+			// the next evaluation starts its candidate with what this reference said.
+			e.mu.Lock()
+			e.ipc[device] = ref.ipc
+			e.mu.Unlock()
+			r.res.Verdict, r.res.ErrorClass, r.res.Phase = VerdictError, ClassHarness, "start"
+			r.res.Message = fmt.Sprintf("the reference process's CUDA IPC support (%v) differs from what %s's earlier references reported (%v)", ref.ipc, device, cand.settings.IPC)
+			return
+		}
+	}
+	if err != nil {
 		r.candFail("start", err)
 		return
 	}

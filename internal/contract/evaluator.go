@@ -57,6 +57,11 @@ type shared struct {
 	spares  map[string][]*spare
 	// compiles remembers the sources compiled OK, by compileKey.
 	compiles map[string]*compileEntry
+	// ipc is, per device, whether its reference processes can map a candidate's outputs (CUDA
+	// IPC), as the first reference's hello said: a property of the device, the driver and torch,
+	// the same for every process started there. Once known, a candidate's hello (its CUDA start)
+	// runs beside the reference's start instead of after it.
+	ipc map[string]bool
 }
 
 // deviceSlot returns the one-slot semaphore of a device. Evaluations on one device run one at a
@@ -108,7 +113,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, compiles: map[string]*compileEntry{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that

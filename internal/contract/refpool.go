@@ -67,6 +67,15 @@ func endReferences(rs []*refServer) {
 	}
 }
 
+// knownIPC says whether the device's reference processes map candidates' outputs through CUDA
+// IPC, once a reference's hello has said so (ok false before).
+func (e *Evaluator) knownIPC(device string) (ipc, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ipc, ok = e.ipc[device]
+	return ipc, ok
+}
+
 // release hands a reference process back after an evaluation.
 func (e *Evaluator) release(r *refServer) {
 	e.mu.Lock()
@@ -116,6 +125,9 @@ func (e *Evaluator) reference(ctx context.Context, t Task, device, mode string) 
 	}
 	r = &refServer{p: w.p, fp: h.Fingerprint, ipc: h.IPC, dir: w.dir, mode: mode, key: key, device: device, users: 1, used: time.Now()}
 	e.mu.Lock()
+	if _, ok := e.ipc[device]; !ok {
+		e.ipc[device] = h.IPC // the device's first: execute checks every later one against it
+	}
 	var done []*refServer
 	if old := e.refs[key]; old != nil && old.users == 0 {
 		done = append(done, old)

@@ -173,3 +173,42 @@ func TestValidationWaitsForTheDevice(t *testing.T) {
 		t.Fatalf("validation once the device was free: %+v", v)
 	}
 }
+
+// TestCandidateStartsBesideReference checks the setting that lets a candidate's hello run beside a
+// new reference's start: the device's first reference says whether outputs travel by CUDA IPC,
+// later evaluations reuse that, and a reference that says otherwise (the driver changed under a
+// running evaluator) ends the evaluation as a harness error instead of letting the candidate send
+// outputs the reference cannot read.
+func TestCandidateStartsBesideReference(t *testing.T) {
+	e := newEvaluator(t, func(c *Config) { c.Seeds, c.TimedCalls, c.CheckCalls = 1, 5, 1 })
+	k := loadKernel(t, "honest_torch")
+	first := loadTask(t, "scale_relu")
+	if _, ok := e.knownIPC("cpu"); ok {
+		t.Fatal("IPC support known before any reference started")
+	}
+	if res := e.Evaluate(context.Background(), first, k, "cpu", nil); res.Verdict != Pass {
+		t.Fatalf("first task: %s %s %s", res.Verdict, res.ErrorClass, res.Message)
+	}
+	if ipc, ok := e.knownIPC("cpu"); !ok || ipc {
+		t.Fatalf("after the first reference: ipc %v known %v, want false known", ipc, ok)
+	}
+	// A second task starts a new reference; the candidate's hello runs beside it.
+	second := first
+	second.ID, second.Hash = first.ID+"-2", first.Hash+"-2"
+	if res := e.Evaluate(context.Background(), second, k, "cpu", nil); res.Verdict != Pass {
+		t.Fatalf("second task: %s %s %s", res.Verdict, res.ErrorClass, res.Message)
+	}
+	e.mu.Lock()
+	e.ipc["cpu"] = true
+	e.mu.Unlock()
+	third := first
+	third.ID, third.Hash = first.ID+"-3", first.Hash+"-3"
+	res := e.Evaluate(context.Background(), third, k, "cpu", nil)
+	if res.Verdict != VerdictError || res.ErrorClass != ClassHarness || !strings.Contains(res.Message, "CUDA IPC") {
+		t.Fatalf("reference disagreeing with the device's IPC support: %s %s %q, want a harness error", res.Verdict, res.ErrorClass, res.Message)
+	}
+	// The next evaluation goes by what the last reference said.
+	if res := e.Evaluate(context.Background(), third, k, "cpu", nil); res.Verdict != Pass {
+		t.Fatalf("after the disagreement: %s %s %s", res.Verdict, res.ErrorClass, res.Message)
+	}
+}

@@ -108,8 +108,13 @@ class Worker:
                 "fingerprint": fingerprint.collect(self.session.device)}
 
     def op_prepare(self, cmd, seq):
-        """A spare candidate process: import what every evaluation imports, touch no device."""
-        _preload_dynamo()
+        """A spare process: import what its role's hello and load import, touch no device. Only a
+        candidate needs torch._dynamo (before the guard's snapshot); a reference runs the task's
+        own Model eagerly, and the import is seconds of CPU that a spare makes only outside
+        timing phases. Both import what the fingerprint reads (triton's version)."""
+        if self.role == "candidate":
+            _preload_dynamo()
+        fingerprint.preload()
         return {"ok": True}
 
     def op_load(self, cmd, seq):

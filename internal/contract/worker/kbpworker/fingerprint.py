@@ -9,6 +9,14 @@ import sys
 import torch
 
 
+def preload():
+    """Import what collect reads, so that a spare process pays for it before its hello."""
+    try:
+        import triton  # noqa: F401
+    except Exception:
+        pass
+
+
 def collect(device):
     fp = {
         "python": platform.python_version(),
