@@ -313,10 +313,14 @@ type validateReport struct {
 }
 
 type validatedDist struct {
-	Dist          string `json:"dist"`
-	Nonfinite     int    `json:"nonfinite,omitempty"`
-	Deterministic bool   `json:"deterministic"`
-	Varies        *bool  `json:"varies_with_seed,omitempty"`
+	Dist      string `json:"dist"`
+	Nonfinite int    `json:"nonfinite,omitempty"`
+	// Deterministic: two calls on one input agree within the task's tolerance; Bitwise: to the
+	// bit (nil from a worker that did not say), and RepeatDiff is how far apart they were.
+	Deterministic bool     `json:"deterministic"`
+	Bitwise       *bool    `json:"bitwise,omitempty"`
+	RepeatDiff    *float64 `json:"repeat_max_abs_diff,omitempty"`
+	Varies        *bool    `json:"varies_with_seed,omitempty"`
 	// Output describes the outputs' dtypes and shapes (or values), on the first distribution.
 	Output []map[string]any `json:"output,omitempty"`
 }
