@@ -287,3 +287,37 @@ func TestEmbeddedNkey(t *testing.T) {
 		t.Error("an unauthenticated client was let in")
 	}
 }
+
+// An advisory that comes before Submit records its sequence (every worker handed the job back
+// within milliseconds of its publish) still reaches that Submit; advisories for sequences
+// nobody tracks are kept only up to a bound.
+func TestExhaustedAdvisoryBeforeTrack(t *testing.T) {
+	s := NewSubmitter(nil)
+	s.exhausted(7, 2)
+	lost := make(chan int, 1)
+	s.track(7, lost)
+	select {
+	case n := <-lost:
+		if n != 2 {
+			t.Errorf("deliveries %d, want 2", n)
+		}
+	default:
+		t.Fatal("an advisory that came before track was lost")
+	}
+	// After track, advisories go straight to the channel.
+	other := make(chan int, 1)
+	s.track(8, other)
+	s.exhausted(8, 3)
+	if n := <-other; n != 3 {
+		t.Errorf("deliveries %d, want 3", n)
+	}
+	for seq := uint64(100); seq < 100+2*maxEarly; seq++ {
+		s.exhausted(seq, 1)
+	}
+	if len(s.early) != maxEarly || len(s.earlyOrder) != maxEarly {
+		t.Errorf("kept %d advisories (%d in order), want %d", len(s.early), len(s.earlyOrder), maxEarly)
+	}
+	if _, ok := s.early[100]; ok {
+		t.Error("the oldest untracked advisory was not dropped")
+	}
+}

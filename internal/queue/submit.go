@@ -30,11 +30,63 @@ type Submitter struct {
 	once sync.Once
 	mu   sync.Mutex
 	lost map[uint64]chan int // stream sequence → deliveries, for jobs that exhausted them
-	sub  *nats.Subscription
+	// early holds advisories for sequences nobody tracks yet: a job that every worker hands
+	// back at once can exhaust its deliveries before Submit has recorded its sequence.
+	early      map[uint64]int
+	earlyOrder []uint64
+	sub        *nats.Subscription
 }
 
+// maxEarly bounds the advisories kept for untracked sequences. Every submitter hears every
+// job's advisory, most of them for other submitters' jobs, so the oldest are dropped.
+const maxEarly = 1024
+
 // NewSubmitter returns a submitter on c.
-func NewSubmitter(c *Conn) *Submitter { return &Submitter{c: c, lost: map[uint64]chan int{}} }
+func NewSubmitter(c *Conn) *Submitter {
+	return &Submitter{c: c, lost: map[uint64]chan int{}, early: map[uint64]int{}}
+}
+
+// exhausted hands an advisory's delivery count to the Submit waiting on seq, or keeps it for
+// a Submit that has not yet recorded seq.
+func (s *Submitter) exhausted(seq uint64, deliveries int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch := s.lost[seq]; ch != nil {
+		select {
+		case ch <- deliveries:
+		default:
+		}
+		return
+	}
+	if _, ok := s.early[seq]; !ok {
+		s.earlyOrder = append(s.earlyOrder, seq)
+	}
+	s.early[seq] = deliveries
+	for len(s.earlyOrder) > maxEarly {
+		delete(s.early, s.earlyOrder[0])
+		s.earlyOrder = s.earlyOrder[1:]
+	}
+}
+
+// track records that lost hears seq's advisory, delivering one that came first.
+func (s *Submitter) track(seq uint64, lost chan int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost[seq] = lost
+	if n, ok := s.early[seq]; ok {
+		delete(s.early, seq)
+		select {
+		case lost <- n:
+		default:
+		}
+	}
+}
+
+func (s *Submitter) untrack(seq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.lost, seq)
+}
 
 func (s *Submitter) watchExhausted() {
 	s.once.Do(func() {
@@ -46,15 +98,7 @@ func (s *Submitter) watchExhausted() {
 			if json.Unmarshal(m.Data, &adv) != nil {
 				return
 			}
-			s.mu.Lock()
-			ch := s.lost[adv.StreamSeq]
-			s.mu.Unlock()
-			if ch != nil {
-				select {
-				case ch <- adv.Deliveries:
-				default:
-				}
-			}
+			s.exhausted(adv.StreamSeq, adv.Deliveries)
 		})
 	})
 }
@@ -120,18 +164,8 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, note func(string)) (*R
 	}
 	note(fmt.Sprintf("job %s queued on %s (stream sequence %d)", job.ID, subject, seq))
 	lost := make(chan int, 1)
-	track := func(seq uint64) {
-		s.mu.Lock()
-		s.lost[seq] = lost
-		s.mu.Unlock()
-	}
-	untrack := func(seq uint64) {
-		s.mu.Lock()
-		delete(s.lost, seq)
-		s.mu.Unlock()
-	}
-	track(seq)
-	defer func() { untrack(seq) }()
+	s.track(seq, lost)
+	defer func() { s.untrack(seq) }()
 	key := resultKey(job.Kind, job.ID)
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
@@ -190,13 +224,13 @@ func (s *Submitter) Submit(ctx context.Context, job *Job, note func(string)) (*R
 			}
 			note(fmt.Sprintf("job %s: worker %s running it is gone (no presence for %s); re-queued", job.ID, runningOn, presenceTTL))
 			s.withdraw(seq)
-			untrack(seq)
+			s.untrack(seq)
 			job.Attempt++
 			runningOn, missingSince = "", time.Time{}
 			if seq, err = publish(); err != nil {
 				return nil, err
 			}
-			track(seq)
+			s.track(seq, lost)
 		}
 	}
 }
