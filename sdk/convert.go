@@ -185,7 +185,7 @@ func ResultToPB(r *Result) *pb.Result {
 		out.FinishedAt = timestamppb.New(r.FinishedAt)
 	}
 	for _, tr := range r.Trials {
-		p := &pb.Trial{Seed: int64(tr.Seed), Dist: tr.Dist, Ok: tr.OK, Kind: tr.Kind, Message: tr.Message, Repeated: tr.Repeated, Consistent: tr.Consistent}
+		p := &pb.Trial{Seed: int64(tr.Seed), Dist: tr.Dist, Ok: tr.OK, Kind: tr.Kind, Message: tr.Message, Repeated: tr.Repeated, Consistent: tr.Consistent, Added: tr.Added}
 		for _, i := range tr.InputChanged {
 			p.InputChanged = append(p.InputChanged, int32(i))
 		}
@@ -237,7 +237,7 @@ func ResultFromPB(p *pb.Result) *Result {
 		r.FinishedAt = p.FinishedAt.AsTime()
 	}
 	for _, tr := range p.Trials {
-		t := Trial{Seed: int(tr.Seed), Dist: tr.Dist, OK: tr.Ok, Kind: tr.Kind, Message: tr.Message, Repeated: tr.Repeated, Consistent: tr.Consistent}
+		t := Trial{Seed: int(tr.Seed), Dist: tr.Dist, OK: tr.Ok, Kind: tr.Kind, Message: tr.Message, Repeated: tr.Repeated, Consistent: tr.Consistent, Added: tr.Added}
 		for _, i := range tr.InputChanged {
 			t.InputChanged = append(t.InputChanged, int(i))
 		}

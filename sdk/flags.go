@@ -10,8 +10,8 @@ type Flag struct {
 	Reason string `json:"reason"`
 }
 
-// Flag names. Static checks raise FlagTorchDelegation; the contract's runtime evidence raises the
-// others.
+// Flag names. Static checks raise FlagTorchDelegation; the contract's correctness trials raise
+// FlagInputInsensitive; its runtime evidence raises the others.
 const (
 	// FlagTorchDelegation: the candidate's forward reaches the PyTorch operators it was asked to
 	// replace (directly, through aliases or helpers, or as a fallback).
@@ -20,6 +20,9 @@ const (
 	FlagNoCustomKernel = "no_custom_kernel"
 	// FlagPrecisionDowncast: the measured precision is below the task's dtype.
 	FlagPrecisionDowncast = "precision_downcast"
+	// FlagInputInsensitive: no input distribution changes the task's output beyond its tolerance,
+	// so the correctness trials cannot tell a constant output from a computed one.
+	FlagInputInsensitive = "input_insensitive"
 )
 
 // HasFlag reports whether the result carries the named flag.

@@ -86,6 +86,9 @@ type Trial struct {
 	Repeated     bool   `json:"repeated,omitempty"`
 	Consistent   *bool  `json:"consistent,omitempty"`
 	InputChanged []int  `json:"input_changed,omitempty"`
+	// Added says why the contract added this trial to the task's own (a distribution that
+	// changes an output the task's distributions barely change); empty for the task's trials.
+	Added string `json:"added,omitempty"`
 }
 
 // Mismatch says how wrong an output was: the first failing comparison, in detail.

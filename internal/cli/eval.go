@@ -465,18 +465,29 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 	}
 }
 
+// trialSummary counts the trials per distribution, the task's own first; a trial the contract
+// added (an output its distributions barely change) is counted apart.
 func trialSummary(r *contract.Result) string {
 	seen := map[string]int{}
 	var order []string
 	for _, t := range r.Trials {
-		if seen[t.Dist] == 0 {
-			order = append(order, t.Dist)
+		key := t.Dist
+		if t.Added != "" {
+			key += " added"
 		}
-		seen[t.Dist]++
+		if seen[key] == 0 {
+			order = append(order, key)
+		}
+		seen[key]++
 	}
 	var parts []string
-	for _, d := range order {
-		parts = append(parts, fmt.Sprintf("%s×%d", d, seen[d]))
+	for _, k := range order {
+		d, added := strings.CutSuffix(k, " added")
+		part := fmt.Sprintf("%s×%d", d, seen[k])
+		if added {
+			part += " added"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }

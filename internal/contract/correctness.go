@@ -54,7 +54,7 @@ func (r *evalRun) correctness() bool {
 			return false // incorrect kernels are not timed
 		}
 	}
-	return true
+	return r.sensitive()
 }
 
 // trialCall makes one correctness call of the candidate and has the reference compare what it

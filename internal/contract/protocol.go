@@ -292,6 +292,52 @@ type compareReply struct {
 func (compareRequest) op() string         { return "compare" }
 func (compareRequest) reply(compareReply) {}
 
+// ---- sensitivity: reference. Whether the reference outputs of an evaluation's trials differ
+// beyond the tolerance, and when they do not, the first other distribution whose output for Seed
+// differs from theirs (sensitivity.go).
+
+type sensitivityRequest struct {
+	Trials    []trialKey `json:"trials"`
+	Seed      int        `json:"seed"`
+	Tolerance *Tolerance `json:"tolerance,omitempty"`
+}
+
+// trialKey names one trial's input: the reference recomputes it from the seed.
+type trialKey struct {
+	Seed int    `json:"seed"`
+	Dist string `json:"dist"`
+}
+
+type sensitivityReply struct {
+	replyStatus
+	sensitivityReport
+}
+
+// sensitivityReport is what the reference found; validate reports it too.
+type sensitivityReport struct {
+	// Varies: two of the trials' reference outputs differ beyond the tolerance, so the trials
+	// tell a constant output from a computed one.
+	Varies bool `json:"varies"`
+	// Dist is the distribution whose output differs from the trials' ("" when Varies, or when no
+	// distribution tried did).
+	Dist string `json:"dist"`
+	// Probed says what each distribution tried gave.
+	Probed []probedDist `json:"probed"`
+	// RefCallMS is the time of the reference calls the probes made.
+	RefCallMS float64 `json:"ref_call_ms"`
+}
+
+type probedDist struct {
+	Dist    string `json:"dist"`
+	Finite  bool   `json:"finite"`
+	Differs bool   `json:"differs"`
+	// Error is what the reference raised under the distribution (which is then skipped).
+	Error string `json:"error,omitempty"`
+}
+
+func (sensitivityRequest) op() string             { return "sensitivity" }
+func (sensitivityRequest) reply(sensitivityReply) {}
+
 // ---- validate: reference. Runs the task's reference on every distribution and reports whether
 // it is usable (validate.go).
 
@@ -310,6 +356,9 @@ type validateReply struct {
 type validateReport struct {
 	Distributions []validatedDist `json:"distributions"`
 	Warnings      []string        `json:"warnings"`
+	// Sensitivity is the sensitivity op's answer for every distribution and seed validated (nil
+	// from a worker that did not say).
+	Sensitivity *sensitivityReport `json:"sensitivity,omitempty"`
 }
 
 type validatedDist struct {

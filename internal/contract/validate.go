@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // Validate runs the task's reference in a clean process on every input distribution: it must
 // build, run, be deterministic and give finite outputs. A reference whose output barely changes
-// between seeds gets a warning: a constant "kernel" would pass such a task.
+// across distributions and seeds gets a warning that says what evaluations do about it (a
+// constant "kernel" would pass its trials).
 func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Validation {
 	v := &Validation{TaskID: t.ID, Size: t.Size, Device: device}
 	fail := func(msg string) *Validation {
@@ -75,9 +78,6 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 			// on one input are held to the tolerance too, never to the bit.
 			v.Warnings = append(v.Warnings, fmt.Sprintf("under %s two calls on one input differ in their last bits%s, within the task's tolerance: the reference's kernels are not bitwise reproducible", d.Dist, repeatDiff(d.RepeatDiff)))
 		}
-		if d.Varies != nil && !*d.Varies {
-			v.Warnings = append(v.Warnings, fmt.Sprintf("under %s the output barely changes between seeds (within tolerance): a constant kernel would pass those trials", d.Dist))
-		}
 		if len(d.Output) > 0 && v.Output == "" {
 			var parts []string
 			for _, o := range d.Output {
@@ -90,7 +90,28 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 			v.Output = strings.Join(parts, ", ")
 		}
 	}
+	if w := sensitivityWarning(dists, vrep.Sensitivity); w != "" {
+		v.Warnings = append(v.Warnings, w)
+	}
 	return v
+}
+
+// sensitivityWarning says what an evaluation does about a task whose output barely changes
+// across its distributions and seeds (sensitivity.go); "" when the output changes.
+func sensitivityWarning(dists []string, s *sensitivityReport) string {
+	switch {
+	case s == nil || s.Varies:
+		return ""
+	case s.Dist != "":
+		return fmt.Sprintf("the output barely changes across the task's distributions (%s) and seeds (every output within the tolerance of every other): a constant kernel would pass those trials, so every evaluation adds a trial under %s, which changes it",
+			strings.Join(dists, ", "), s.Dist)
+	}
+	var tried []string
+	for _, p := range s.Probed {
+		tried = append(tried, p.Dist)
+	}
+	return fmt.Sprintf("no input distribution changes the output beyond the tolerance (the task's %s, then %s): correctness trials cannot tell a constant kernel from a computed one, and every result on this task is flagged %s",
+		strings.Join(dists, ", "), strings.Join(tried, ", "), sdk.FlagInputInsensitive)
 }
 
 // repeatDiff says how far apart two calls on one input were, when the worker said.

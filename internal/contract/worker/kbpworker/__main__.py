@@ -189,6 +189,11 @@ class Worker:
         res["ok"] = True
         return res
 
+    def op_sensitivity(self, cmd, seq):
+        res = self.session.sensitivity(cmd["trials"], int(cmd["seed"]), cmd.get("tolerance"))
+        res["ok"] = True
+        return res
+
     def op_validate(self, cmd, seq):
         rep = self.session.validate(cmd["distributions"], [int(s) for s in cmd["seeds"]], cmd.get("tolerance"))
         rep["ok"] = True

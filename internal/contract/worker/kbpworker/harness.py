@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from . import compare, inputs, precision, profile, tensorfile, transport
+from . import compare, inputs, precision, profile, sensitivity, tensorfile, transport
 from .errors import HarnessError, LoadError, describe
 
 # Captured before any candidate code can run; the harness calls these, never the module attributes.
@@ -71,6 +71,7 @@ class Session:
         self._poisonable = []
         self._flush_buf = None
         self._ref_cache = []
+        self._samples = sensitivity.Samples()  # of the reference outputs computed since the build
         self._footprint = None
         # Accounting since the last load: per operation its calls, seconds inside this process and
         # the allocator's peak while it ran; the evaluation's peak; the float64 precision run's
@@ -128,6 +129,7 @@ class Session:
             model = _compiled(model, mode)
         self.model = model
         self._ref_cache = []
+        self._samples.clear()
         self._bufs = None
         self._held = []
         if mode != "eager":
@@ -418,7 +420,21 @@ class Session:
         del args
         val = compare.flatten(out)
         self._ref_cache = [((seed, dist), val)]
+        self._samples.put((seed, dist), val)
         return val
+
+    def _reference_timed(self, seed, dist):
+        """reference(), and the milliseconds its call took (0 when it was cached)."""
+        self.last_ref_ms = 0.0
+        val = self.reference(seed, dist)
+        return val, self.last_ref_ms
+
+    def sensitivity(self, trials, seed, tol=None):
+        """Whether the reference outputs of an evaluation's trials differ beyond the tolerance,
+        and if not, which other distribution changes the output (sensitivity.py)."""
+        self._release()
+        keys = [(int(t["seed"]), t["dist"]) for t in trials]
+        return sensitivity.check(self._samples, self._reference_timed, keys, seed, tol)
 
     def compare(self, seed, dist, output, tol=None, strides="any", inputs_manifest=None, want_digest=False,
                 want_precision=False):
@@ -517,6 +533,11 @@ class Session:
                 entry["output"] = [_tensor_meta(t) if _isinstance(t, _Tensor) else {"value": t} for t in outs[0][1]]
             report["distributions"].append(entry)
             self._ref_cache = []
+        # Across every distribution and seed: would an evaluation's trials tell a constant output
+        # from a computed one, and if not, which distribution would it add?
+        keys = [(s, d) for d in dists for s in seeds]
+        report["sensitivity"] = sensitivity.check(self._samples, self._reference_timed, keys, seeds[0], tol)
+        self._ref_cache = []
         return report
 
 

@@ -52,8 +52,11 @@ OPS = {
     # Reference: compare a candidate's exported output (and inputs) with its own for the seed.
     "compare": Op(("seed", "dist", "output"), ("tolerance", "strides", "inputs", "digest", "precision"),
                   ("inputs_changed", "ref_call_ms", "result", "digest", "precision")),
+    # Reference: whether the reference outputs of the trials (seed, dist) differ beyond the
+    # tolerance; if not, the first other distribution whose output for seed differs from theirs.
+    "sensitivity": Op(("trials", "seed"), ("tolerance",), ("varies", "dist", "probed", "ref_call_ms")),
     # Reference: run the task's reference on every distribution and report whether it is usable.
-    "validate": Op(("distributions", "seeds"), ("tolerance",), ("distributions", "warnings")),
+    "validate": Op(("distributions", "seeds"), ("tolerance",), ("distributions", "warnings", "sensitivity")),
     # Either role: collect garbage and give cached device memory back.
     "gc": Op((), (), ()),
     # Either role: reply, then end the process.

@@ -649,8 +649,10 @@ type Trial struct {
 	Message  string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	Repeated bool                   `protobuf:"varint,6,opt,name=repeated,proto3" json:"repeated,omitempty"`
 	// Unset when the trial did not call twice on one input.
-	Consistent    *bool   `protobuf:"varint,7,opt,name=consistent,proto3,oneof" json:"consistent,omitempty"`
-	InputChanged  []int32 `protobuf:"varint,8,rep,packed,name=input_changed,json=inputChanged,proto3" json:"input_changed,omitempty"`
+	Consistent   *bool   `protobuf:"varint,7,opt,name=consistent,proto3,oneof" json:"consistent,omitempty"`
+	InputChanged []int32 `protobuf:"varint,8,rep,packed,name=input_changed,json=inputChanged,proto3" json:"input_changed,omitempty"`
+	// Why the contract added this trial to the task's own; empty for the task's trials.
+	Added         string `protobuf:"bytes,9,opt,name=added,proto3" json:"added,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -739,6 +741,13 @@ func (x *Trial) GetInputChanged() []int32 {
 		return x.InputChanged
 	}
 	return nil
+}
+
+func (x *Trial) GetAdded() string {
+	if x != nil {
+		return x.Added
+	}
+	return ""
 }
 
 type Mismatch struct {
@@ -2186,7 +2195,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"samples_ms\x18\b \x03(\x01R\tsamplesMs\x120\n" +
 	"\x14reference_samples_ms\x18\t \x03(\x01R\x12referenceSamplesMs\x12\x16\n" +
 	"\x06warmup\x18\n" +
-	" \x01(\x05R\x06warmup\"\xe2\x01\n" +
+	" \x01(\x05R\x06warmup\"\xf8\x01\n" +
 	"\x05Trial\x12\x12\n" +
 	"\x04seed\x18\x01 \x01(\x03R\x04seed\x12\x12\n" +
 	"\x04dist\x18\x02 \x01(\tR\x04dist\x12\x0e\n" +
@@ -2197,7 +2206,8 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"consistent\x18\a \x01(\bH\x00R\n" +
 	"consistent\x88\x01\x01\x12#\n" +
-	"\rinput_changed\x18\b \x03(\x05R\finputChangedB\r\n" +
+	"\rinput_changed\x18\b \x03(\x05R\finputChanged\x12\x14\n" +
+	"\x05added\x18\t \x01(\tR\x05addedB\r\n" +
 	"\v_consistent\"\xbb\x01\n" +
 	"\bMismatch\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x12\n" +

@@ -1,0 +1,227 @@
+"""Can a task's correctness trials tell a constant output from a computed one?
+
+A trial compares the candidate's output with the reference's for one input. When the reference's
+outputs for all of an evaluation's inputs lie within the tolerance of each other (a loss averaged
+over a billion elements, a normalised tensor's mean), a "kernel" that returns that one value
+passes every trial without reading its inputs. The reference keeps a small sample of each output
+it computes; the driver asks, after the trials, whether the samples differ beyond the tolerance,
+and when they do not, which other input distribution changes the output (PROBE_ORDER). The
+driver then adds one trial under it, or flags the result when no distribution changes anything.
+
+Samples make the question cheap: at most SAMPLE random elements of each output plus the TOP
+largest magnitudes of the first one, at the same positions for every output. Two samples that
+differ prove that the outputs differ; two that agree make it very likely that the outputs agree,
+and the cost of a wrong "likely" is one added trial.
+"""
+
+import collections
+import functools
+import math
+
+import torch
+
+from . import compare
+
+SAMPLE = 1 << 16
+
+# The distributions tried, in order, when the trials' outputs do not differ: offset moves every
+# floating input's mean (a zero-mean reduction changes), positive and uniform change its law,
+# sparse its density, large its scale (last: it overflows low-precision tasks most often).
+PROBE_ORDER = ("offset", "positive", "uniform", "sparse", "large")
+
+# Samples kept per reference process: an evaluation has seeds x distributions trials (10 by
+# default) plus its probes.
+KEPT = 64
+
+
+# Positions of the largest magnitudes kept beside the random ones: an output whose variation
+# sits in rare large elements (a softmax over 400,000 columns, nearly all its values within atol
+# of zero) shows it there, and random positions alone would see it only by luck.
+TOP = 4096
+
+# Elements handled at a time when a whole output is scanned: temporaries of a few chunks, never a
+# copy of a multi-GB output.
+CHUNK = 1 << 24
+
+
+@functools.lru_cache(maxsize=8)
+def _random_positions(n, device):
+    """SAMPLE positions in [0, n), the same for every tensor of n elements (random, so that no
+    period of the output's layout hides in them; cached: an evaluation's outputs share n)."""
+    gen = torch.Generator()
+    gen.manual_seed(n)
+    return torch.randint(0, n, (SAMPLE,), generator=gen).to(device)
+
+
+def _flat_chunks(t):
+    """(offset, chunk) views of a contiguous t's elements in order."""
+    flat = t.reshape(-1)
+    for i in range(0, flat.numel(), CHUNK):
+        yield i, flat[i:i + CHUNK]
+
+
+def _top_positions(t, k):
+    """The flat positions of t's k largest magnitudes, chunk by chunk (None when t is not a
+    contiguous numeric tensor)."""
+    if not t.is_contiguous() or t.dtype == torch.bool or t.is_complex():
+        return None
+    best_val, best_pos = None, None
+    for i, c in _flat_chunks(t.detach()):
+        mag = c.abs().float()
+        v, p = mag.topk(min(k, mag.numel()))
+        p = p + i
+        if best_val is not None:
+            v, p = torch.cat([best_val, v]), torch.cat([best_pos, p])
+            v, j = v.topk(min(k, v.numel()))
+            p = p[j]
+        best_val, best_pos = v, p
+        del mag
+    return best_pos
+
+
+def positions(t):
+    """Where t is sampled: None (kept whole) for a small t, else random positions and those of its
+    largest magnitudes."""
+    n = t.numel()
+    if n <= SAMPLE:
+        return None
+    pos = _random_positions(n, t.device)
+    top = _top_positions(t, TOP)
+    return pos if top is None else torch.cat([pos, top])
+
+
+def sample_tensor(t, pos=None):
+    """A copy of t's elements at pos (flat positions; by default random ones), or of all of them
+    when t is small. Gathered by position: t need not be contiguous, and is never copied whole."""
+    t = t.detach()
+    n = t.numel()
+    if n <= SAMPLE:
+        return t.clone()
+    if pos is None or pos.numel() == 0 or int(pos.max()) >= n:
+        pos = _random_positions(n, t.device)
+    if t.is_contiguous():
+        return t.reshape(-1).index_select(0, pos)
+    flat = pos
+    index = []
+    for size in reversed(t.shape):
+        index.append(flat % size)
+        flat = flat // size
+    return t[tuple(reversed(index))].clone()
+
+
+def sample(value, where=()):
+    """(signature, leaves) of a flattened output, each tensor leaf sampled at where's positions
+    for it (random ones where where says nothing)."""
+    sig, leaves = value
+    where = list(where) + [None] * max(0, len(leaves) - len(where))
+    return sig, [sample_tensor(x, p) if isinstance(x, torch.Tensor) else x for x, p in zip(leaves, where)]
+
+
+def same(a, b, tol):
+    """Whether two sampled outputs agree within tol (the task's tolerance, or the dtype's)."""
+    return bool(compare.compare_leaves(a[0], a[1], b[0], b[1], tol)["ok"])
+
+
+def finite(value):
+    """Whether every floating element of a flattened output is finite (scanned chunk by chunk)."""
+    for x in value[1]:
+        if isinstance(x, torch.Tensor):
+            if not (x.is_floating_point() or x.is_complex()):
+                continue
+            chunks = _flat_chunks(x.detach()) if x.is_contiguous() else [(0, x)]
+            if not all(bool(torch.isfinite(c).all()) for _, c in chunks):
+                return False
+        elif isinstance(x, float) and not math.isfinite(x):
+            return False
+    return True
+
+
+class Samples:
+    """Random-position samples of the reference outputs a process computed since its model was
+    built, by (seed, dist), oldest dropped first."""
+
+    def __init__(self):
+        self._kept = collections.OrderedDict()  # key -> (sample, whether an output leaf was large)
+
+    def clear(self):
+        self._kept.clear()
+
+    def put(self, key, value):
+        large = any(isinstance(x, torch.Tensor) and x.numel() > SAMPLE for x in value[1])
+        self._kept[key] = (sample(value), large)
+        self._kept.move_to_end(key)
+        while len(self._kept) > KEPT:
+            self._kept.popitem(last=False)
+
+    def get(self, key):
+        """The sample of key's output, or None."""
+        kept = self._kept.get(key)
+        return kept[0] if kept else None
+
+    def large(self, key):
+        """Whether key's output had a leaf too large to keep whole (its sample is partial)."""
+        kept = self._kept.get(key)
+        return bool(kept and kept[1])
+
+
+def check(samples, reference, trials, seed, tol):
+    """Whether the reference outputs of trials differ beyond tol; when they do not, the first
+    distribution of PROBE_ORDER (not among the trials') whose output for seed is finite and
+    differs from theirs.
+
+    samples: a Samples; reference(seed, dist) computes (and samples) a reference output and
+    returns it with its call's milliseconds; trials: [(seed, dist)]. Returns the reply's fields:
+    varies, dist ("" when none), probed (what each probe found) and ref_call_ms (the calls this
+    check made)."""
+    keys = list(dict.fromkeys(trials))
+    ms = 0.0
+
+    def ref(key):
+        nonlocal ms
+        value, call_ms = reference(*key)
+        ms += call_ms
+        return value
+
+    def reply(varies, dist="", probed=()):
+        return {"varies": varies, "dist": dist, "probed": list(probed), "ref_call_ms": ms}
+
+    seen = []
+    for key in keys:
+        if samples.get(key) is None:
+            ref(key)  # dropped from the samples, or never computed here
+        seen.append(samples.get(key))
+    for i in range(len(seen)):
+        for j in range(i):
+            if not same(seen[i], seen[j], tol):
+                return reply(True)
+    # Agreeing at random positions is not enough for a large output: its variation can sit in
+    # rare large elements. Compare every trial's output where the first one's magnitudes are
+    # largest too (computed again: one output is kept at a time), and probe there as well.
+    where, first = (), seen[0]
+    if samples.large(keys[0]):
+        value = ref(keys[0])
+        where = [positions(x) if isinstance(x, torch.Tensor) else None for x in value[1]]
+        first = sample(value, where)
+        del value
+        for key in keys[1:]:
+            if not same(sample(ref(key), where), first, tol):
+                return reply(True)
+    tried = {dist for _, dist in keys}
+    probed = []
+    for dist in PROBE_ORDER:
+        if dist in tried:
+            continue
+        entry = {"dist": dist, "finite": False, "differs": False}
+        try:
+            value = ref((seed, dist))
+        except Exception as e:  # a task need not run under every distribution; this one is skipped
+            entry["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+            probed.append(entry)
+            continue
+        entry["finite"] = finite(value)
+        entry["differs"] = entry["finite"] and not same(sample(value, where), first, tol)
+        del value
+        probed.append(entry)
+        if entry["differs"]:
+            return reply(False, dist, probed)
+    return reply(False, "", probed)
