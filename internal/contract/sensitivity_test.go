@@ -12,7 +12,18 @@ import (
 // distribution that changes it: a kernel that returns the constant fails it, an honest one passes
 // it. A task whose output no distribution changes flags every result. Tasks whose outputs change
 // get neither.
-func TestInputInsensitiveTasks(t *testing.T) {
+func TestInputInsensitiveTasks(t *testing.T) { inputInsensitive(t, "cpu") }
+
+// TestGPUInputInsensitiveTasks is the same on the first GPU (outputs read through CUDA IPC, the
+// samples on the device). It is skipped without one; scripts/gpu-check runs it.
+func TestGPUInputInsensitiveTasks(t *testing.T) {
+	if !testPython(t).CUDAAvail {
+		t.Skip("no CUDA device")
+	}
+	inputInsensitive(t, "cuda:0")
+}
+
+func inputInsensitive(t *testing.T, device string) {
 	e := newEvaluator(t, nil)
 	added := func(res *Result) []Trial {
 		var out []Trial
@@ -25,7 +36,7 @@ func TestInputInsensitiveTasks(t *testing.T) {
 	}
 	faint := loadTask(t, "faint_mean")
 
-	res := e.Evaluate(context.Background(), faint, loadKernel(t, "zero_scalar"), "cpu", nil)
+	res := e.Evaluate(context.Background(), faint, loadKernel(t, "zero_scalar"), device, nil)
 	if res.Verdict != Fail || res.ErrorClass != ClassMismatch {
 		t.Fatalf("a constant on a faint mean: got %s/%s: %s\n%s", res.Verdict, res.ErrorClass, res.Message, res.Log)
 	}
@@ -45,7 +56,7 @@ func TestInputInsensitiveTasks(t *testing.T) {
 		t.Error("a failed kernel was timed")
 	}
 
-	res = e.Evaluate(context.Background(), faint, loadKernel(t, "faint_mean_honest"), "cpu", nil)
+	res = e.Evaluate(context.Background(), faint, loadKernel(t, "faint_mean_honest"), device, nil)
 	if res.Verdict != Pass || res.HasFlag(sdk.FlagInputInsensitive) {
 		t.Fatalf("honest faint mean: got %s %s: %s, flags %v\n%s", res.Verdict, res.ErrorClass, res.Message, res.Flags, res.Log)
 	}
@@ -58,7 +69,7 @@ func TestInputInsensitiveTasks(t *testing.T) {
 
 	centred := loadTask(t, "centered_mean")
 	for _, k := range []string{"zero_scalar", "centered_mean_honest"} {
-		res = e.Evaluate(context.Background(), centred, loadKernel(t, k), "cpu", nil)
+		res = e.Evaluate(context.Background(), centred, loadKernel(t, k), device, nil)
 		if res.Verdict != Pass || !res.HasFlag(sdk.FlagInputInsensitive) || len(added(res)) != 0 {
 			t.Fatalf("%s on a centred mean: got %s %s, flags %v, trials %+v: want a pass flagged %s",
 				k, res.Verdict, res.Message, res.Flags, res.Trials, sdk.FlagInputInsensitive)
@@ -68,21 +79,21 @@ func TestInputInsensitiveTasks(t *testing.T) {
 		}
 	}
 
-	res = e.Evaluate(context.Background(), loadTask(t, "scale_relu"), loadKernel(t, "honest_torch"), "cpu", nil)
+	res = e.Evaluate(context.Background(), loadTask(t, "scale_relu"), loadKernel(t, "honest_torch"), device, nil)
 	if res.Verdict != Pass || len(added(res)) != 0 || res.HasFlag(sdk.FlagInputInsensitive) {
 		t.Fatalf("scale_relu: got %s, trials %+v, flags %v: want a pass with the task's own trials only", res.Verdict, res.Trials, res.Flags)
 	}
 
 	// tasks validate says what evaluations will do.
-	v := e.Validate(context.Background(), faint, "cpu")
+	v := e.Validate(context.Background(), faint, device)
 	if w := strings.Join(v.Warnings, "; "); !v.OK || !strings.Contains(w, "adds a trial under offset") {
 		t.Errorf("validate faint_mean: ok %v, warnings %q", v.OK, w)
 	}
-	v = e.Validate(context.Background(), centred, "cpu")
+	v = e.Validate(context.Background(), centred, device)
 	if w := strings.Join(v.Warnings, "; "); !v.OK || !strings.Contains(w, "flagged "+sdk.FlagInputInsensitive) {
 		t.Errorf("validate centered_mean: ok %v, warnings %q", v.OK, w)
 	}
-	v = e.Validate(context.Background(), loadTask(t, "scale_relu"), "cpu")
+	v = e.Validate(context.Background(), loadTask(t, "scale_relu"), device)
 	if w := strings.Join(v.Warnings, "; "); strings.Contains(w, "constant") {
 		t.Errorf("validate scale_relu: warnings %q", w)
 	}
