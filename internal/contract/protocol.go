@@ -292,9 +292,9 @@ type compareReply struct {
 func (compareRequest) op() string         { return "compare" }
 func (compareRequest) reply(compareReply) {}
 
-// ---- sensitivity: reference. Whether the reference outputs of an evaluation's trials differ
-// beyond the tolerance, and when they do not, the first other distribution whose output for Seed
-// differs from theirs (sensitivity.go).
+// ---- sensitivity: reference. Whether one fixed output would pass a comparison with the reference
+// outputs of all of an evaluation's trials, and when one would, the first other distribution whose
+// output for Seed every such constant fails (sensitivity.go).
 
 type sensitivityRequest struct {
 	Trials    []trialKey `json:"trials"`
@@ -315,11 +315,11 @@ type sensitivityReply struct {
 
 // sensitivityReport is what the reference found; validate reports it too.
 type sensitivityReport struct {
-	// Varies: two of the trials' reference outputs differ beyond the tolerance, so the trials
-	// tell a constant output from a computed one.
+	// Varies: no fixed output is within the tolerance of all the trials' reference outputs, so
+	// the trials tell a constant output from a computed one.
 	Varies bool `json:"varies"`
-	// Dist is the distribution whose output differs from the trials' ("" when Varies, or when no
-	// distribution tried did).
+	// Dist is the distribution whose output every constant passing the trials fails ("" when
+	// Varies, or when no distribution tried gave one).
 	Dist string `json:"dist"`
 	// Probed says what each distribution tried gave.
 	Probed []probedDist `json:"probed"`

@@ -10,15 +10,16 @@ import (
 )
 
 // Some tasks' outputs barely depend on their inputs: a loss averaged over a billion elements, the
-// mean of a group-normalised tensor. Under the task's own distributions every trial's reference
-// output lies within the tolerance of every other's, and a "kernel" that returns that one value
-// without reading its inputs passes every trial. After the trials pass, the reference says whether its outputs for them differ; when they
-// do not, the evaluation adds one trial under the first distribution that changes the output
-// (kbpworker/sensitivity.py), and when none does, the result is flagged input_insensitive: its
-// verdict stands, but its correctness says nothing beyond the output's value.
+// mean of a group-normalised tensor. Under the task's own distributions one fixed output is within
+// the tolerance of every trial's reference output, and a "kernel" that returns it without reading
+// its inputs passes every trial. After the trials pass, the reference says whether such a
+// constant exists for them; when it does, the evaluation adds one trial under the first
+// distribution whose output every such constant fails (kbpworker/sensitivity.py), and when none
+// does, the result is flagged input_insensitive: its verdict stands, but its correctness says
+// nothing beyond the output's value.
 
 // addedTrialReason is the Added of a trial the contract added.
-const addedTrialReason = "the task's own distributions barely change its output (every trial's reference output was within the tolerance of every other's): a constant output would have passed them"
+const addedTrialReason = "the task's own distributions barely change its output (one fixed output was within the tolerance of every trial's reference output): a constant output would have passed them"
 
 // sensitive runs the sensitivity check after the task's own trials have all passed and, when
 // the reference names a distribution, the added trial. It returns false when the evaluation has
@@ -82,6 +83,6 @@ func insensitiveReason(trials []trialKey, probed []probedDist) string {
 		}
 		tried = append(tried, s)
 	}
-	return fmt.Sprintf("correctness: the reference's outputs for the trials under %s were all within the tolerance of each other, and no other distribution tried changed them (%s): the trials cannot tell a constant output from a computed one",
+	return fmt.Sprintf("correctness: one fixed output was within the tolerance of the reference's outputs for every trial under %s, and of its output under every other distribution tried (%s): the trials cannot tell a constant output from a computed one",
 		strings.Join(own, ", "), strings.Join(tried, ", "))
 }

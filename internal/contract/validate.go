@@ -103,7 +103,7 @@ func sensitivityWarning(dists []string, s *sensitivityReport) string {
 	case s == nil || s.Varies:
 		return ""
 	case s.Dist != "":
-		return fmt.Sprintf("the output barely changes across the task's distributions (%s) and seeds (every output within the tolerance of every other): a constant kernel would pass those trials, so every evaluation adds a trial under %s, which changes it",
+		return fmt.Sprintf("the output barely changes across the task's distributions (%s) and seeds (one fixed output is within the tolerance of all of them): a constant kernel would pass those trials, so every evaluation adds a trial under %s, whose output it fails",
 			strings.Join(dists, ", "), s.Dist)
 	}
 	var tried []string

@@ -52,8 +52,8 @@ OPS = {
     # Reference: compare a candidate's exported output (and inputs) with its own for the seed.
     "compare": Op(("seed", "dist", "output"), ("tolerance", "strides", "inputs", "digest", "precision"),
                   ("inputs_changed", "ref_call_ms", "result", "digest", "precision")),
-    # Reference: whether the reference outputs of the trials (seed, dist) differ beyond the
-    # tolerance; if not, the first other distribution whose output for seed differs from theirs.
+    # Reference: whether one fixed output would pass the trials (seed, dist); if one would, the first
+    # other distribution whose output for seed every such constant fails.
     "sensitivity": Op(("trials", "seed"), ("tolerance",), ("varies", "dist", "probed", "ref_call_ms")),
     # Reference: run the task's reference on every distribution and report whether it is usable.
     "validate": Op(("distributions", "seeds"), ("tolerance",), ("distributions", "warnings", "sensitivity")),

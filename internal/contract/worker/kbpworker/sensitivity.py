@@ -1,18 +1,19 @@
 """Can a task's correctness trials tell a constant output from a computed one?
 
-A trial compares the candidate's output with the reference's for one input. When the reference's
-outputs for all of an evaluation's inputs lie within the tolerance of each other (a loss averaged
-over a billion elements, a normalised tensor's mean), a "kernel" that returns that one value
-passes every trial without reading its inputs. The reference keeps a small sample of each output
-it computes; the driver asks, after the trials, whether the samples differ beyond the tolerance,
-and when they do not, which other input distribution changes the output (PROBE_ORDER). The
-driver then adds one trial under it, or flags the result when no distribution changes anything.
+A trial compares the candidate's output with the reference's for one input: within atol +
+rtol |ref| at every element. When one fixed output is that close to the reference's outputs for
+all of an evaluation's inputs (a loss averaged over a billion elements, a normalised tensor's
+mean), a "kernel" that returns it passes every trial without reading its inputs. The reference
+keeps a small sample of each output it computes; the driver asks, after the trials, whether such
+a constant exists for the samples (constant_passes), and when it does, which other input
+distribution gives an output that every such constant fails (PROBE_ORDER). The driver then adds
+one trial under it, or flags the result when no distribution does.
 
-Samples make the question cheap: at most SAMPLE random elements of each output plus the TOP
-largest magnitudes of the first one, at the same positions for every output. Two samples that
-differ prove that the outputs differ; two that agree make it very likely that the outputs agree,
-and the cost of a wrong "likely" is one added trial.
-"""
+Samples make the question cheap: at most SAMPLE random elements of each output, and where those
+admit a constant, the TOP largest magnitudes of the first output too, at the same positions for
+every output. A position where no constant fits proves that none fits the outputs; positions
+that all admit one make it very likely that the outputs do, and the cost of a wrong "likely" is
+one added trial."""
 
 import collections
 import functools
@@ -117,9 +118,45 @@ def sample(value, where=()):
     return sig, [sample_tensor(x, p) if isinstance(x, torch.Tensor) else x for x, p in zip(leaves, where)]
 
 
-def same(a, b, tol):
-    """Whether two sampled outputs agree within tol (the task's tolerance, or the dtype's)."""
-    return bool(compare.compare_leaves(a[0], a[1], b[0], b[1], tol)["ok"])
+def _constant_leaf(leaves, tol):
+    """(value, fits): the value at each position that is within tol of every one of leaves (the
+    same position's reference values of several outputs), the middle of the intersection of their
+    intervals [r - (atol + rtol |r|), r + (atol + rtol |r|)], and whether every position has one.
+    Values compared exactly (and NaN, infinities) are the first output's."""
+    first = leaves[0]
+    if not isinstance(first, torch.Tensor):
+        return first, True
+    if not first.is_floating_point() or any(not isinstance(x, torch.Tensor) or x.shape != first.shape
+                                            or x.dtype != first.dtype for x in leaves):
+        return first.clone(), True
+    atol, rtol = compare.tolerance_for(first.dtype, tol)
+    lo = hi = None
+    for x in leaves:
+        r = x.double()
+        width = r.abs() * rtol + atol
+        lo = r - width if lo is None else torch.maximum(lo, r - width)
+        hi = r + width if hi is None else torch.minimum(hi, r + width)
+    bounded = torch.isfinite(lo) & torch.isfinite(hi)
+    if bool((bounded & (lo > hi)).any()):
+        return None, False
+    return torch.where(bounded, (lo + hi) / 2, first.double()).to(first.dtype), True
+
+
+def constant_passes(outputs, tol):
+    """Whether one fixed output (the same at every call, whatever the inputs) would pass a
+    comparison with every one of outputs (samples at the same positions) within tol: then trials
+    on their inputs cannot tell a constant from a computation. Decided from the intervals where
+    they are disjoint somewhere (the common case, and cheap), else by comparing the constant."""
+    sig, leaves = outputs[0]
+    if any(o[0] != sig or len(o[1]) != len(leaves) for o in outputs):
+        return False
+    const = []
+    for i in range(len(leaves)):
+        value, fits = _constant_leaf([o[1][i] for o in outputs], tol)
+        if not fits:
+            return False
+        const.append(value)
+    return all(compare.compare_leaves(sig, const, o[0], o[1], tol)["ok"] for o in outputs)
 
 
 def finite(value):
@@ -165,9 +202,9 @@ class Samples:
 
 
 def check(samples, reference, trials, seed, tol):
-    """Whether the reference outputs of trials differ beyond tol; when they do not, the first
-    distribution of PROBE_ORDER (not among the trials') whose output for seed is finite and
-    differs from theirs.
+    """Whether the reference outputs of trials differ enough that no constant passes them all;
+    when they do not, the first distribution of PROBE_ORDER (not among the trials') whose output
+    for seed is finite and fails every constant that passes them.
 
     samples: a Samples; reference(seed, dist) computes (and samples) a reference output and
     returns it with its call's milliseconds; trials: [(seed, dist)]. Returns the reply's fields:
@@ -190,21 +227,20 @@ def check(samples, reference, trials, seed, tol):
         if samples.get(key) is None:
             ref(key)  # dropped from the samples, or never computed here
         seen.append(samples.get(key))
-    for i in range(len(seen)):
-        for j in range(i):
-            if not same(seen[i], seen[j], tol):
-                return reply(True)
-    # Agreeing at random positions is not enough for a large output: its variation can sit in
-    # rare large elements. Compare every trial's output where the first one's magnitudes are
-    # largest too (computed again: one output is kept at a time), and probe there as well.
-    where, first = (), seen[0]
+    if not constant_passes(seen, tol):
+        return reply(True)
+    # A constant passing at random positions is not enough for a large output: its variation can
+    # sit in rare large elements. Look where the first output's magnitudes are largest too (every
+    # output computed again: one is kept at a time), and probe there as well.
+    where = ()
     if samples.large(keys[0]):
         value = ref(keys[0])
         where = [positions(x) if isinstance(x, torch.Tensor) else None for x in value[1]]
-        first = sample(value, where)
+        seen = [sample(value, where)]
         del value
         for key in keys[1:]:
-            if not same(sample(ref(key), where), first, tol):
+            seen.append(sample(ref(key), where))
+            if not constant_passes(seen, tol):
                 return reply(True)
     tried = {dist for _, dist in keys}
     probed = []
@@ -219,7 +255,8 @@ def check(samples, reference, trials, seed, tol):
             probed.append(entry)
             continue
         entry["finite"] = finite(value)
-        entry["differs"] = entry["finite"] and not same(sample(value, where), first, tol)
+        # The distribution changes the output when no constant passes the trials and it too.
+        entry["differs"] = entry["finite"] and not constant_passes(seen + [sample(value, where)], tol)
         del value
         probed.append(entry)
         if entry["differs"]:

@@ -23,13 +23,30 @@ def test_sample_takes_the_same_positions_of_any_layout():
     assert torch.equal(sc, sensitivity.sample_tensor(c.contiguous()))
 
 
-def test_same_follows_the_tolerance():
-    a = sensitivity.sample(compare.flatten(torch.ones(100)))
-    b = sensitivity.sample(compare.flatten(torch.ones(100) + 5e-5))
-    c = sensitivity.sample(compare.flatten(torch.ones(100) + 5e-3))
-    assert sensitivity.same(a, b, None)
-    assert not sensitivity.same(a, c, None)
-    assert sensitivity.same(a, c, {"atol": 1e-2, "rtol": 0})
+def _samples(*outs):
+    return [sensitivity.sample(compare.flatten(o)) for o in outs]
+
+
+def test_a_constant_passes_outputs_within_twice_the_tolerance_of_each_other():
+    ones = torch.ones(100)
+    # 1 and 1 + 3e-4 differ beyond fp32's 1e-4 + 1e-4 |ref| (2e-4 at 1.0), pairwise; their middle
+    # is within it of both, so a constant passes both trials.
+    assert sensitivity.constant_passes(_samples(ones, ones + 3e-4), None)
+    assert not sensitivity.constant_passes(_samples(ones, ones + 5e-4), None)
+    assert sensitivity.constant_passes(_samples(ones, ones + 5e-4), {"atol": 1e-3, "rtol": 0})
+    # One position where no constant fits is enough.
+    spread = ones.clone()
+    spread[37] += 1.0
+    assert not sensitivity.constant_passes(_samples(ones, ones + 1e-4, spread), None)
+    # Exact dtypes, structure, non-finite values.
+    assert not sensitivity.constant_passes(_samples(torch.arange(4), torch.arange(4) + 1), None)
+    assert sensitivity.constant_passes(_samples(torch.arange(4), torch.arange(4)), None)
+    assert not sensitivity.constant_passes(_samples(ones, (ones, ones)), None)
+    nan = torch.tensor([1.0, float("nan")])
+    assert sensitivity.constant_passes(_samples(nan, nan.clone()), None)
+    assert not sensitivity.constant_passes(_samples(nan, torch.tensor([1.0, 2.0])), None)
+    half = torch.ones(64, dtype=torch.bfloat16)
+    assert sensitivity.constant_passes(_samples(half, half * 1.0078125), None)
 
 
 def test_finite():
