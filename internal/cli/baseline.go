@@ -20,10 +20,11 @@ import (
 func (a *app) baselineCmd() *cobra.Command {
 	var taskIDs []string
 	var level int
+	var origin string
 	var modes []string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "baseline [--task ID...] [--level N] [--modes eager,compile-default,...]",
+		Use:   "baseline [--task ID... | --origin NAME] [--level N] [--modes eager,compile-default,...]",
 		Short: "Time tasks in eager mode and the torch.compile modes, per platform",
 		Long: `Time each task's own Model in eager mode and in torch.compile's modes (default,
 reduce-overhead, max-autotune, max-autotune-no-cudagraphs; also cudagraphs), each checked for
@@ -50,7 +51,10 @@ no verdict because the task, the platform or the environment failed (as for eval
 				list = append(list, t)
 			}
 			if len(taskIDs) == 0 {
-				list = reg.List(registry.Filter{Level: level, Origin: registry.OriginSuite})
+				list = reg.List(registry.Filter{Level: level, Origin: origin})
+				if len(list) == 0 {
+					return fmt.Errorf("no tasks of origin %q%s (kbplatform tasks list shows them; tasks import kernelbench adds KernelBench's)", origin, levelNote(level))
+				}
 			}
 			for _, m := range modes {
 				if !validMode(m) {
@@ -158,8 +162,9 @@ no verdict because the task, the platform or the environment failed (as for eval
 			return verdictExit(failed, noVerdict, len(out), "baselines")
 		},
 	}
-	cmd.Flags().StringArrayVar(&taskIDs, "task", nil, "task id (repeatable; default: the whole suite)")
-	cmd.Flags().IntVar(&level, "level", 0, "only suite tasks of this level")
+	cmd.Flags().StringArrayVar(&taskIDs, "task", nil, "task id (repeatable; default: every task of --origin)")
+	cmd.Flags().StringVar(&origin, "origin", registry.OriginSuite, "the tasks to time when no --task is given: suite, kernelbench (once imported) or another import's name")
+	cmd.Flags().IntVar(&level, "level", 0, "only tasks of this level")
 	cmd.Flags().StringSliceVar(&modes, "modes", contract.BaselineModes, "modes to time")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addContractFlags(cmd)
@@ -242,4 +247,12 @@ func (a *app) measureBaselines(tg sdk.Target, devices []string, items []baseline
 		}
 	}()
 	return out, nil
+}
+
+// levelNote is " at level N" when a level was asked for.
+func levelNote(level int) string {
+	if level == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" at level %d", level)
 }

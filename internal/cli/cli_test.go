@@ -114,6 +114,16 @@ func TestTasksListShowImport(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "kernelbench/l1/19_ReLU") {
 		t.Fatalf("list after import: %d %s", code, out)
 	}
+	// An eager baseline over an import's tasks (the A/A over KernelBench), and a clear error for
+	// an origin without tasks.
+	out, errOut, code = run(t, env, "baseline", "--origin", "kernelbench", "--level", "1", "--modes", "eager", "--device", "cpu",
+		"--seeds", "1", "--timed-calls", "10", "--warmup", "1", "--check-calls", "2", "-q")
+	if code != 0 || !regexp.MustCompile(`kernelbench/l1/19_ReLU\s+\S+\s+eager\s.*ok`).MatchString(out) || strings.Contains(out, "kbp/") {
+		t.Fatalf("baseline --origin kernelbench: %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code := run(t, env, "baseline", "--origin", "kernelbench", "--level", "3", "--modes", "eager", "--device", "cpu"); code == 0 || !strings.Contains(errOut, `no tasks of origin "kernelbench" at level 3`) {
+		t.Errorf("baseline of an empty selection: %d %s", code, errOut)
+	}
 }
 
 func TestEvalStoresAndResultsShow(t *testing.T) {
