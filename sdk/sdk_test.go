@@ -104,7 +104,7 @@ func TestResultRoundTrip(t *testing.T) {
 		Device:   "cuda:0", Verdict: sdk.Fail, ErrorClass: sdk.ClassMismatch, Phase: "correctness", Message: "wrong", Traceback: "tb", Log: "log",
 		Tampered: []string{"torch.allclose replaced"}, Warnings: []string{"noisy"},
 		Flags:  []sdk.Flag{{Name: sdk.FlagTorchDelegation, Reason: "forward calls torch.relu"}, {Name: sdk.FlagNoCustomKernel, Reason: "no kernel ran"}},
-		Trials: []sdk.Trial{{Seed: 7, Dist: "large", OK: false, Kind: "values", Message: "m", Repeated: true, Consistent: &consistent, InputChanged: []int{0, 2}}},
+		Trials: []sdk.Trial{{Seed: 7, Dist: "large", OK: false, Kind: "values", Message: "m", Repeated: true, Consistent: &consistent, InputChanged: []int{0, 2}}, {Seed: 8, Dist: "offset", OK: true, Added: "why"}},
 		Mismatch: &sdk.Mismatch{Phase: "correctness", Seed: 7, Dist: "large", Call: 3, Kind: "values", Message: "m",
 			Detail: map[string]any{"wrong": 3.0, "first_wrong_index": []any{1.0, 2.0}, "pattern": map[string]any{"kind": "rows"}}},
 		Timing: &sdk.Timing{Candidate: sdk.Stats{N: 3, Median: 1.5, Mean: 1.6, Min: 1, Max: 2, Q1: 1.2, Q3: 1.8, IQR: 0.6, Std: 0.1, CV: 0.06},
