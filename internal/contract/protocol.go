@@ -369,7 +369,6 @@ type validatedDist struct {
 	Deterministic bool     `json:"deterministic"`
 	Bitwise       *bool    `json:"bitwise,omitempty"`
 	RepeatDiff    *float64 `json:"repeat_max_abs_diff,omitempty"`
-	Varies        *bool    `json:"varies_with_seed,omitempty"`
 	// Output describes the outputs' dtypes and shapes (or values), on the first distribution.
 	Output []map[string]any `json:"output,omitempty"`
 }

@@ -430,8 +430,8 @@ class Session:
         return val, self.last_ref_ms
 
     def sensitivity(self, trials, seed, tol=None):
-        """Whether the reference outputs of an evaluation's trials differ beyond the tolerance,
-        and if not, which other distribution changes the output (sensitivity.py)."""
+        """Whether one fixed output would pass every one of an evaluation's trials, and if so,
+        which other distribution gives an output every such constant fails (sensitivity.py)."""
         self._release()
         keys = [(int(t["seed"]), t["dist"]) for t in trials]
         return sensitivity.check(self._samples, self._reference_timed, keys, seed, tol)
@@ -494,43 +494,23 @@ class Session:
         return changed
 
     def validate(self, dists, seeds, tol=None):
-        """Run the reference on every distribution and report whether it is usable."""
+        """Run the reference on every distribution and report whether it is usable. Whether its
+        output changes with the inputs is the sensitivity check's, below, over the samples every
+        reference call keeps: no output is copied here."""
         report = {"distributions": [], "warnings": []}
-        first = None
         for dist in dists:
             entry = {"dist": dist}
-            outs = []
-            for s in seeds:
+            for i, s in enumerate(seeds):
                 sig, leaves = self.reference(s, dist)
-                tensors = [t for t in leaves if _isinstance(t, _Tensor)]
-                nonfinite = sum(int((~torch.isfinite(t)).sum()) for t in tensors if t.is_floating_point())
+                nonfinite = sum(int((~torch.isfinite(t)).sum()) for t in leaves
+                                if _isinstance(t, _Tensor) and t.is_floating_point())
                 if nonfinite:
-                    entry.setdefault("nonfinite", 0)
-                    entry["nonfinite"] += nonfinite
-                outs.append((sig, [t.detach().clone() if _isinstance(t, _Tensor) else t for t in leaves]))
-            again = self._call(list(inputs.make_inputs(self.task, seeds[0], dist, self.device)))
-            a_sig, a_leaves = compare.flatten(again)
-            # Usable means reproducible within the task's tolerance, the rule a candidate's two
-            # calls on one input are held to. Many of PyTorch's own kernels are not bitwise
-            # reproducible (cuDNN's transposed convolutions add with atomics): that is reported,
-            # not failed.
-            exact = compare.compare_leaves(a_sig, a_leaves, outs[0][0], outs[0][1], {"atol": 0, "rtol": 0})
-            entry["bitwise"] = exact["ok"]
-            if exact["ok"]:
-                entry["deterministic"] = True
-            else:
-                within = compare.compare_leaves(a_sig, a_leaves, outs[0][0], outs[0][1], tol)
-                entry["deterministic"] = within["ok"]
-                diffs = [leaf["max_abs_err"] for leaf in exact.get("leaves", []) if "max_abs_err" in leaf]
-                if diffs:
-                    entry["repeat_max_abs_diff"] = max(diffs)
-            del again, a_leaves
-            if len(outs) > 1:
-                varies = compare.compare_leaves(outs[1][0], outs[1][1], outs[0][0], outs[0][1], tol)
-                entry["varies_with_seed"] = not varies["ok"]
-            if first is None:
-                first = outs[0]
-                entry["output"] = [_tensor_meta(t) if _isinstance(t, _Tensor) else {"value": t} for t in outs[0][1]]
+                    entry["nonfinite"] = entry.get("nonfinite", 0) + nonfinite
+                if i == 0:
+                    self._check_repeat(entry, s, dist, sig, leaves, tol)
+                    if not report["distributions"]:
+                        entry["output"] = [_tensor_meta(t) if _isinstance(t, _Tensor) else {"value": t} for t in leaves]
+                del sig, leaves
             report["distributions"].append(entry)
             self._ref_cache = []
         # Across every distribution and seed: would an evaluation's trials tell a constant output
@@ -539,6 +519,24 @@ class Session:
         report["sensitivity"] = sensitivity.check(self._samples, self._reference_timed, keys, seeds[0], tol)
         self._ref_cache = []
         return report
+
+    def _check_repeat(self, entry, seed, dist, sig, leaves, tol):
+        """Call the reference again on (seed, dist)'s input and record in entry whether it gave
+        (sig, leaves) again. Usable means reproducible within the task's tolerance, the rule a
+        candidate's two calls on one input are held to. Many of PyTorch's own kernels are not
+        bitwise reproducible (cuDNN's transposed convolutions add with atomics): that is
+        reported, not failed."""
+        a_sig, a_leaves = compare.flatten(self._call(list(inputs.make_inputs(self.task, seed, dist, self.device))))
+        exact = compare.compare_leaves(a_sig, a_leaves, sig, leaves, {"atol": 0, "rtol": 0})
+        entry["bitwise"] = exact["ok"]
+        if exact["ok"]:
+            entry["deterministic"] = True
+            return
+        within = compare.compare_leaves(a_sig, a_leaves, sig, leaves, tol)
+        entry["deterministic"] = within["ok"]
+        diffs = [leaf["max_abs_err"] for leaf in exact.get("leaves", []) if "max_abs_err" in leaf]
+        if diffs:
+            entry["repeat_max_abs_diff"] = max(diffs)
 
 
 def _compiled(model, mode):
