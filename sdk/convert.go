@@ -197,7 +197,8 @@ func ResultToPB(r *Result) *pb.Result {
 	if tm := r.Timing; tm != nil {
 		out.Timing = &pb.Timing{Candidate: statsToPB(tm.Candidate), Reference: statsToPB(tm.Reference),
 			CandidateWall: statsToPB(tm.CandidateWall), ReferenceWall: statsToPB(tm.ReferenceWall), Overhead: statsToPB(tm.Overhead),
-			Speedup: tm.Speedup, Checked: int32(tm.Checked), SamplesMs: tm.Samples, ReferenceSamplesMs: tm.RefSamples, Warmup: int32(tm.Warmup)}
+			Speedup: tm.Speedup, Checked: int32(tm.Checked), SamplesMs: tm.Samples, ReferenceSamplesMs: tm.RefSamples, Warmup: int32(tm.Warmup),
+			SpeedupLow: tm.SpeedupLow, SpeedupHigh: tm.SpeedupHigh, SpeedupHalves: tm.SpeedupHalves}
 	}
 	return out
 }
@@ -249,7 +250,8 @@ func ResultFromPB(p *pb.Result) *Result {
 	if tm := p.Timing; tm != nil {
 		r.Timing = &Timing{Candidate: statsFromPB(tm.Candidate), Reference: statsFromPB(tm.Reference),
 			CandidateWall: statsFromPB(tm.CandidateWall), ReferenceWall: statsFromPB(tm.ReferenceWall), Overhead: statsFromPB(tm.Overhead),
-			Speedup: tm.Speedup, Checked: int(tm.Checked), Samples: tm.SamplesMs, RefSamples: tm.ReferenceSamplesMs, Warmup: int(tm.Warmup)}
+			Speedup: tm.Speedup, Checked: int(tm.Checked), Samples: tm.SamplesMs, RefSamples: tm.ReferenceSamplesMs, Warmup: int(tm.Warmup),
+			SpeedupLow: tm.SpeedupLow, SpeedupHigh: tm.SpeedupHigh, SpeedupHalves: tm.SpeedupHalves}
 	}
 	return r
 }

@@ -11,7 +11,8 @@ type Flag struct {
 }
 
 // Flag names. Static checks raise FlagTorchDelegation; the contract's correctness trials raise
-// FlagInputInsensitive; its runtime evidence raises the others.
+// FlagInputInsensitive; its timing raises FlagTimingUnresolved; its runtime evidence raises the
+// others.
 const (
 	// FlagTorchDelegation: the candidate's forward reaches the PyTorch operators it was asked to
 	// replace (directly, through aliases or helpers, or as a fallback).
@@ -23,7 +24,17 @@ const (
 	// FlagInputInsensitive: no input distribution changes the task's output beyond its tolerance,
 	// so the correctness trials cannot tell a constant output from a computed one.
 	FlagInputInsensitive = "input_insensitive"
+	// FlagTimingUnresolved: the timed calls do not pin the speedup down. The per-call speedups'
+	// 95% interval is wider than 5%, or their median moved by more than 5% between the first and
+	// the second half of the timed calls: the two sides' speeds changed apart from each other
+	// (a forward bound by its host's CPU, a loaded host), which alternating the calls cannot
+	// cancel. It is a remark on the measurement, not on the kernel (MeasurementFlag).
+	FlagTimingUnresolved = "timing_unresolved"
 )
+
+// MeasurementFlag reports whether a flag remarks on how well a result was measured rather than
+// on what the kernel does: the same kernel can get it on one run and not on the next.
+func MeasurementFlag(name string) bool { return name == FlagTimingUnresolved }
 
 // HasFlag reports whether the result carries the named flag.
 func (r *Result) HasFlag(name string) bool {

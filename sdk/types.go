@@ -114,6 +114,13 @@ type Timing struct {
 	Samples       []float64 `json:"samples_ms,omitempty"`
 	RefSamples    []float64 `json:"reference_samples_ms,omitempty"`
 	Warmup        int       `json:"warmup"`
+	// SpeedupLow and SpeedupHigh bound, with 95% confidence, the median of the per-call speedups
+	// (reference call i / candidate call i, timed next to each other); zero with fewer than 6
+	// timed calls. SpeedupHalves is that median over the first and over the second half of the
+	// timed calls (from 10 calls). Both say whether Speedup is resolved (FlagTimingUnresolved).
+	SpeedupLow    float64   `json:"speedup_low,omitempty"`
+	SpeedupHigh   float64   `json:"speedup_high,omitempty"`
+	SpeedupHalves []float64 `json:"speedup_halves,omitempty"`
 }
 
 // Result is the outcome of one evaluation.

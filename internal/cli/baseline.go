@@ -130,6 +130,11 @@ no verdict because the task, the platform or the environment failed (as for eval
 					b.Eager = &res.Timing.Reference
 					b.Speedup = res.Timing.Speedup
 					b.CompileS = res.ModelCompileS
+					for _, f := range res.Flags {
+						if f.Name == sdk.FlagTimingUnresolved {
+							b.Unresolved = f.Reason
+						}
+					}
 				} else {
 					b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
 				}
@@ -146,7 +151,11 @@ no verdict because the task, the platform or the environment failed (as for eval
 				out = append(out, b)
 				if !asJSON {
 					if b.Stats != nil {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\tok\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, b.Speedup, compileSeconds(b.CompileS))
+						status := "ok"
+						if b.Unresolved != "" {
+							status = "unresolved" // the speedup is not pinned down: see the record's flag
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\t%s\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, b.Speedup, compileSeconds(b.CompileS), status)
 					} else {
 						fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", t.ID, size, mode, b.Error)
 					}

@@ -118,7 +118,7 @@ func TestTasksListShowImport(t *testing.T) {
 	// an origin without tasks.
 	out, errOut, code = run(t, env, "baseline", "--origin", "kernelbench", "--level", "1", "--modes", "eager", "--device", "cpu",
 		"--seeds", "1", "--timed-calls", "10", "--warmup", "1", "--check-calls", "2", "-q")
-	if code != 0 || !regexp.MustCompile(`kernelbench/l1/19_ReLU\s+\S+\s+eager\s.*ok`).MatchString(out) || strings.Contains(out, "kbp/") {
+	if code != 0 || !regexp.MustCompile(`kernelbench/l1/19_ReLU\s+\S+\s+eager\s.*(ok|unresolved)`).MatchString(out) || strings.Contains(out, "kbp/") {
 		t.Fatalf("baseline --origin kernelbench: %d\n%s\n%s", code, out, errOut)
 	}
 	if _, errOut, code := run(t, env, "baseline", "--origin", "kernelbench", "--level", "3", "--modes", "eager", "--device", "cpu"); code == 0 || !strings.Contains(errOut, `no tasks of origin "kernelbench" at level 3`) {
@@ -176,7 +176,7 @@ func TestBaselineCommand(t *testing.T) {
 	env := isolated(t)
 	flags := []string{"--device", "cpu", "--seeds", "1", "--timed-calls", "10", "--warmup", "1", "--check-calls", "2", "-q"}
 	out, errOut, code := run(t, env, append([]string{"baseline", "--task", "kbp/l1/softmax", "--modes", "eager"}, flags...)...)
-	if code != 0 || !strings.Contains(out, "SPEEDUP") || !regexp.MustCompile(`kbp/l1/softmax\s+cpu\s+eager\s+[0-9.]+\s+[0-9.]+%\s+[0-9.]+\s+[0-9.]+x\s+-\s+ok`).MatchString(out) {
+	if code != 0 || !strings.Contains(out, "SPEEDUP") || !regexp.MustCompile(`kbp/l1/softmax\s+cpu\s+eager\s+[0-9.]+\s+[0-9.]+%\s+[0-9.]+\s+[0-9.]+x\s+-\s+(ok|unresolved)`).MatchString(out) {
 		t.Fatalf("baseline table: %d\n%s\n%s", code, out, errOut)
 	}
 	out, errOut, code = run(t, env, append([]string{"baseline", "--task", "kbp/l1/relu", "--modes", "eager", "--json"}, flags...)...)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kbplatform/kbplatform/internal/pyenv"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 var (
@@ -140,6 +141,11 @@ func TestCheats(t *testing.T) {
 			if c.class == "" {
 				if res.Verdict != Pass {
 					t.Fatalf("want pass, got %s %s\n%s", res.Verdict, summary, res.Log)
+				}
+				// 20 timed calls: an interval of the per-call speedups and both halves' medians.
+				if tm := res.Timing; tm.SpeedupLow <= 0 || tm.SpeedupLow > tm.SpeedupHigh || len(tm.SpeedupHalves) != 2 ||
+					res.HasFlag(sdk.FlagTimingUnresolved) != (unresolved(tm) != "") {
+					t.Errorf("speedup %.3f: interval %.3f-%.3f, halves %v, flags %v", tm.Speedup, tm.SpeedupLow, tm.SpeedupHigh, tm.SpeedupHalves, res.Flags)
 				}
 			} else {
 				if res.Verdict != Fail || !slices.Contains(strings.Split(c.class, "|"), res.ErrorClass) {

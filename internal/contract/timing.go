@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // timedSeries is what one run of timed calls (or empty calls) produced.
@@ -209,6 +211,7 @@ func (r *evalRun) timing() {
 	if tm.Candidate.Median > 0 {
 		tm.Speedup = tm.Reference.Median / tm.Candidate.Median
 	}
+	speedupSpread(tm, ref.dev, cand.dev)
 	r.res.Timing = tm
 	msg, forged := wallCheck(cand, candNoop)
 	if forged {
@@ -246,6 +249,14 @@ func (r *evalRun) timing() {
 	}
 	if tm.Reference.CV > 0.1 {
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("reference timing is noisy (CV %.1f%%)", 100*tm.Reference.CV))
+	}
+	if forged {
+		return
+	}
+	if why := unresolved(tm); why != "" {
+		r.res.AddFlag(Flag{Name: sdk.FlagTimingUnresolved, Reason: why})
+	} else if tm.SpeedupLow == 0 {
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%d timed calls are too few to bound the speedup (%d at least)", len(cand.dev), minIntervalCalls))
 	}
 }
 

@@ -390,6 +390,9 @@ type Baseline struct {
 	Contract    string               `json:"contract,omitempty"` // how it was timed (kbp-contract/N)
 	Evaluation  string               `json:"evaluation,omitempty"`
 	MeasuredAt  time.Time            `json:"measured_at"`
+	// Unresolved says why the timed calls did not pin Speedup down (the evaluation's
+	// timing_unresolved flag); empty when they did.
+	Unresolved string `json:"unresolved,omitempty"`
 }
 
 func baselineKey(b Baseline) string {

@@ -536,8 +536,13 @@ type Timing struct {
 	SamplesMs          []float64              `protobuf:"fixed64,8,rep,packed,name=samples_ms,json=samplesMs,proto3" json:"samples_ms,omitempty"`
 	ReferenceSamplesMs []float64              `protobuf:"fixed64,9,rep,packed,name=reference_samples_ms,json=referenceSamplesMs,proto3" json:"reference_samples_ms,omitempty"`
 	Warmup             int32                  `protobuf:"varint,10,opt,name=warmup,proto3" json:"warmup,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The 95% interval of the median per-call speedup (reference call i / candidate call i).
+	SpeedupLow  float64 `protobuf:"fixed64,11,opt,name=speedup_low,json=speedupLow,proto3" json:"speedup_low,omitempty"`
+	SpeedupHigh float64 `protobuf:"fixed64,12,opt,name=speedup_high,json=speedupHigh,proto3" json:"speedup_high,omitempty"`
+	// The per-call speedups' median over the first and over the second half of the timed calls.
+	SpeedupHalves []float64 `protobuf:"fixed64,13,rep,packed,name=speedup_halves,json=speedupHalves,proto3" json:"speedup_halves,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Timing) Reset() {
@@ -638,6 +643,27 @@ func (x *Timing) GetWarmup() int32 {
 		return x.Warmup
 	}
 	return 0
+}
+
+func (x *Timing) GetSpeedupLow() float64 {
+	if x != nil {
+		return x.SpeedupLow
+	}
+	return 0
+}
+
+func (x *Timing) GetSpeedupHigh() float64 {
+	if x != nil {
+		return x.SpeedupHigh
+	}
+	return 0
+}
+
+func (x *Timing) GetSpeedupHalves() []float64 {
+	if x != nil {
+		return x.SpeedupHalves
+	}
+	return nil
 }
 
 type Trial struct {
@@ -2182,7 +2208,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\x06iqr_ms\x18\b \x01(\x01R\x05iqrMs\x12\x15\n" +
 	"\x06std_ms\x18\t \x01(\x01R\x05stdMs\x12\x0e\n" +
 	"\x02cv\x18\n" +
-	" \x01(\x01R\x02cv\"\xdc\x03\n" +
+	" \x01(\x01R\x02cv\"\xc7\x04\n" +
 	"\x06Timing\x129\n" +
 	"\tcandidate\x18\x01 \x01(\v2\x1b.kbplatform.plugin.v1.StatsR\tcandidate\x129\n" +
 	"\treference\x18\x02 \x01(\v2\x1b.kbplatform.plugin.v1.StatsR\treference\x12B\n" +
@@ -2195,7 +2221,11 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"samples_ms\x18\b \x03(\x01R\tsamplesMs\x120\n" +
 	"\x14reference_samples_ms\x18\t \x03(\x01R\x12referenceSamplesMs\x12\x16\n" +
 	"\x06warmup\x18\n" +
-	" \x01(\x05R\x06warmup\"\xf8\x01\n" +
+	" \x01(\x05R\x06warmup\x12\x1f\n" +
+	"\vspeedup_low\x18\v \x01(\x01R\n" +
+	"speedupLow\x12!\n" +
+	"\fspeedup_high\x18\f \x01(\x01R\vspeedupHigh\x12%\n" +
+	"\x0espeedup_halves\x18\r \x03(\x01R\rspeedupHalves\"\xf8\x01\n" +
 	"\x05Trial\x12\x12\n" +
 	"\x04seed\x18\x01 \x01(\x03R\x04seed\x12\x12\n" +
 	"\x04dist\x18\x02 \x01(\tR\x04dist\x12\x0e\n" +
