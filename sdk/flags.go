@@ -26,9 +26,8 @@ const (
 	FlagInputInsensitive = "input_insensitive"
 	// FlagTimingUnresolved: the timed calls do not pin the speedup down. The per-call speedups'
 	// 95% interval is wider than 5%, or their median moved by more than 5% between the first and
-	// the second half of the timed calls: the two sides' speeds changed apart from each other
-	// (a forward bound by its host's CPU, a loaded host), which alternating the calls cannot
-	// cancel. It is a remark on the measurement, not on the kernel (MeasurementFlag).
+	// the second half of the timed calls: the two sides' speeds changed apart from each other,
+	// which alternating the calls cannot cancel. It is a remark on the measurement, not on the kernel (MeasurementFlag).
 	FlagTimingUnresolved = "timing_unresolved"
 )
 
@@ -39,6 +38,16 @@ func MeasurementFlag(name string) bool { return name == FlagTimingUnresolved }
 // HasFlag reports whether the result carries the named flag.
 func (r *Result) HasFlag(name string) bool {
 	return r != nil && slices.ContainsFunc(r.Flags, func(f Flag) bool { return f.Name == name })
+}
+
+// FlagReason is the reason of the named flag, "" when the result does not carry it.
+func (r *Result) FlagReason(name string) string {
+	if r != nil {
+		if i := slices.IndexFunc(r.Flags, func(f Flag) bool { return f.Name == name }); i >= 0 {
+			return r.Flags[i].Reason
+		}
+	}
+	return ""
 }
 
 // AddFlag adds a flag unless one of the same name is already there (the first reason stays).

@@ -130,11 +130,7 @@ no verdict because the task, the platform or the environment failed (as for eval
 					b.Eager = &res.Timing.Reference
 					b.Speedup = res.Timing.Speedup
 					b.CompileS = res.ModelCompileS
-					for _, f := range res.Flags {
-						if f.Name == sdk.FlagTimingUnresolved {
-							b.Unresolved = f.Reason
-						}
-					}
+					b.Unresolved = res.FlagReason(sdk.FlagTimingUnresolved)
 				} else {
 					b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kbplatform/kbplatform/internal/contract"
 	"github.com/kbplatform/kbplatform/internal/store"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // run executes the CLI in-process with an isolated database, cache and config.
@@ -200,6 +201,15 @@ func TestBaselineCommand(t *testing.T) {
 	out, _, code = run(t, env, "results", "show", b.Evaluation[:12])
 	if code != 0 || !strings.Contains(out, "baseline:eager") {
 		t.Fatalf("the baseline's evaluation is not stored: %d %s", code, out)
+	}
+	// The baseline says the speedup is unresolved exactly when its evaluation is flagged so.
+	out, _, code = run(t, env, "results", "show", b.Evaluation[:12], "--json")
+	var ev store.Evaluation
+	if err := json.Unmarshal([]byte(out), &ev); code != 0 || err != nil || ev.Result == nil {
+		t.Fatalf("results show --json: %d %v\n%s", code, err, out)
+	}
+	if b.Unresolved != ev.Result.FlagReason(sdk.FlagTimingUnresolved) {
+		t.Errorf("baseline unresolved %q, evaluation flags %v", b.Unresolved, ev.Result.Flags)
 	}
 	if _, errOut, code := run(t, env, "baseline", "--task", "kbp/l1/relu", "--modes", "turbo", "--device", "cpu"); code == 0 || !strings.Contains(errOut, "unknown mode") {
 		t.Errorf("unknown mode: %d %s", code, errOut)

@@ -74,7 +74,7 @@ func inputInsensitive(t *testing.T, device string) {
 			t.Fatalf("%s on a centred mean: got %s %s, flags %v, trials %+v: want a pass flagged %s",
 				k, res.Verdict, res.Message, res.Flags, res.Trials, sdk.FlagInputInsensitive)
 		}
-		if r := flagReason(res, sdk.FlagInputInsensitive); !strings.Contains(r, "default, scaled") || !strings.Contains(r, "offset, positive, uniform, sparse, large") {
+		if r := res.FlagReason(sdk.FlagInputInsensitive); !strings.Contains(r, "default, scaled") || !strings.Contains(r, "offset, positive, uniform, sparse, large") {
 			t.Errorf("flag reason %q: want the distributions tried", r)
 		}
 	}
@@ -97,13 +97,4 @@ func inputInsensitive(t *testing.T, device string) {
 	if w := strings.Join(v.Warnings, "; "); strings.Contains(w, "constant") {
 		t.Errorf("validate scale_relu: warnings %q", w)
 	}
-}
-
-func flagReason(res *Result, name string) string {
-	for _, f := range res.Flags {
-		if f.Name == name {
-			return f.Reason
-		}
-	}
-	return ""
 }

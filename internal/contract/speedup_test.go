@@ -49,7 +49,7 @@ func TestMedianIntervalCoverage(t *testing.T) {
 		}
 		// Exact coverage is 96.9% (n=6), 95.9% (20), 96.5% (100); 4000 draws put 94.5% 4 standard errors below 95.9%.
 		if c := float64(covered) / reps; c < 0.945 {
-			t.Errorf("n=%d: covered %.3f of draws, want at least 0.95", n, c)
+			t.Errorf("n=%d: covered %.3f of draws, want at least 0.945 (a 95%% interval, less sampling error)", n, c)
 		}
 	}
 }
