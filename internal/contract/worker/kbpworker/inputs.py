@@ -85,9 +85,63 @@ def _storage_ptr(x):
         return None
 
 
+def _refs(seq, i):
+    """sys.getrefcount of seq[i], seen from here: every caller's count has the same terms (seq's
+    slot, the argument), so counts compare across Python versions, which count them differently."""
+    return sys.getrefcount(seq[i])
+
+
+def _seq_refs(seq):
+    return sys.getrefcount(seq)
+
+
+def _storage_uses(t):
+    """How many tensors use t's storage, or None where torch cannot say (torch 1.13)."""
+    use = getattr(torch._C, "_storage_Use_Count", None)
+    if use is None:
+        return None
+    try:
+        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        # The storage object made here holds one use of its own.
+        return use(st._cdata) - 1
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def _held_elsewhere(raw):
+    """For each element of raw (what get_inputs returned), whether anything other than raw still
+    holds it, or its memory: a module-level tensor returned on every call, a list get_inputs keeps,
+    a view of a kept tensor. Such an input is copied before a distribution changes it in place;
+    one get_inputs made afresh is changed where it lies, so its bytes are never held twice (the
+    counts once took every input for a held one and copied them all, so each distribution's inputs
+    held two input-sized blocks at once, in both processes)."""
+    probe = [object()]
+    if _seq_refs(raw) > _seq_refs(probe) + 1:  # raw is held by the caller's name too
+        return [True] * len(raw)
+    alone = _refs(probe, 0)
+    held = []
+    for i in range(len(raw)):
+        x = raw[i]
+        slots = sum(1 for y in raw if y is x)
+        h = _refs(raw, i) - 1 > alone + slots - 1  # x, named here, adds one
+        if not h and isinstance(x, torch.Tensor):
+            base = getattr(x, "_base", None)  # a view: of what?
+            h = base is not None and not any(y is base for y in raw)
+        if not h and isinstance(x, torch.Tensor):
+            uses = _storage_uses(x)
+            if uses is not None:
+                sharing = sum(1 for y in raw if isinstance(y, torch.Tensor) and _storage_ptr(y) == _storage_ptr(x)
+                              and y is not x) if uses > 1 else 0
+                h = uses > 1 + sharing
+        held.append(h)
+        del x
+    return held
+
+
 def make_inputs(task, seed, dist, device):
     """Call task.get_inputs() under seed, move tensors to device and apply dist (in place: an
-    input is transformed where get_inputs put it; inputs that share memory are copied first)."""
+    input is transformed where get_inputs put it; inputs that share memory, or that something
+    else still holds, are copied first)."""
     if dist not in DISTRIBUTIONS:
         raise InputError("unknown input distribution %r (known: %s)" % (dist, ", ".join(DISTRIBUTIONS)))
     seed_all(seed)
@@ -97,24 +151,25 @@ def make_inputs(task, seed, dist, device):
         raise InputError("get_inputs() must return a list, got %s" % type(raw).__name__)
     gen = torch.Generator(device=device)
     gen.manual_seed((seed * 2654435761 + 97) % (2**63))
+    held = _held_elsewhere(raw) if dist != "default" else [False] * len(raw)
     out, seen = [], set()
     with torch.no_grad():
         # Copy every input that shares memory with an earlier one before anything is changed in
         # place, so each is transformed exactly once, from get_inputs' values.
         # A tensor something else still holds (a module-level constant) is copied too: changing it
         # in place would change every later call's inputs.
-        for x in raw:
+        for x, kept in zip(raw, held):
             if isinstance(x, torch.Tensor):
                 y = x.to(device).contiguous()
                 if y.is_floating_point() and dist != "default":
-                    held = y is x and sys.getrefcount(x) > 3  # raw, x, and getrefcount's argument
                     ptr = _storage_ptr(y)
-                    if held or ptr is None or ptr in seen:
+                    if (y is x and kept) or ptr is None or ptr in seen:
                         y = y.clone()
                     else:
                         seen.add(ptr)
                 x = y
             out.append(x)
+        del raw
         for x in out:
             if isinstance(x, torch.Tensor) and x.is_floating_point():
                 _transform_(x, dist, gen)

@@ -95,3 +95,38 @@ def test_module_level_inputs_are_not_changed():
     b = inputs.make_inputs(t, 1, "large", cpu)
     assert torch.equal(fixed, keep)
     assert torch.equal(a[0], b[0]) and torch.allclose(a[0], keep * 64.0)
+
+
+@pytest.mark.parametrize("dist", [d for d in inputs.DISTRIBUTIONS if d != "default"])
+def test_fresh_inputs_are_changed_where_they_lie(dist):
+    """An input get_inputs made afresh is transformed in place, never copied first: a copy held an
+    input-sized block twice in both processes (on a GPU, two inputs' worth of reserved memory for
+    tasks whose inputs are most of their footprint)."""
+    import weakref
+
+    made = []
+
+    def get_inputs():
+        x, y = torch.randn(8, 8), torch.randn(3)
+        made[:] = [weakref.ref(x), weakref.ref(y)]
+        return (x, y, 2)
+
+    t = types.SimpleNamespace(get_inputs=get_inputs)
+    out = inputs.make_inputs(t, 5, dist, torch.device("cpu"))
+    assert out[0] is made[0]() and out[1] is made[1]()
+    assert torch.equal(out[0], inputs.make_inputs(t, 5, dist, torch.device("cpu"))[0])
+
+
+@pytest.mark.parametrize("kept", ["list", "view", "twice"])
+def test_inputs_something_else_holds_are_copied(kept):
+    """A list get_inputs keeps, or a view of a tensor it keeps, is copied before it is changed."""
+    cpu = torch.device("cpu")
+    fixed = torch.randn(6, 4)
+    keep = fixed.clone()
+    held = [fixed]
+    get = {"list": lambda: held, "view": lambda: [fixed[1:]], "twice": lambda: [fixed, fixed]}[kept]
+    t = types.SimpleNamespace(get_inputs=get)
+    a = inputs.make_inputs(t, 1, "large", cpu)
+    b = inputs.make_inputs(t, 1, "large", cpu)
+    assert torch.equal(fixed, keep) and held[0] is fixed
+    assert torch.equal(a[0], b[0]) and torch.allclose(a[0], (keep if kept != "view" else keep[1:]) * 64.0)
