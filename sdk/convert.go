@@ -170,7 +170,7 @@ func ResultToPB(r *Result) *pb.Result {
 	if m := r.Memory; m != nil {
 		out.Memory = &pb.MemoryUse{FootprintBytes: m.Footprint, ReferencePeakBytes: m.ReferencePeak, CandidatePeakBytes: m.CandidatePeak,
 			PeakBytes: m.Peak, DeviceTotalBytes: m.DeviceTotal, EvidencePeakBytes: m.EvidencePeak,
-			ReferenceAllocatedBytes: m.ReferenceAllocated, CandidateAllocatedBytes: m.CandidateAllocated}
+			ReferenceAllocatedBytes: m.ReferenceAllocated, CandidateAllocatedBytes: m.CandidateAllocated, HarnessBytes: m.Harness}
 	}
 	if pr := r.Profile; pr != nil {
 		out.Profile = &pb.Profile{Tool: pr.Tool, TotalUs: pr.TotalUS}
@@ -220,7 +220,7 @@ func ResultFromPB(p *pb.Result) *Result {
 	if m := p.Memory; m != nil {
 		r.Memory = &MemoryUse{Footprint: m.FootprintBytes, ReferencePeak: m.ReferencePeakBytes, CandidatePeak: m.CandidatePeakBytes,
 			Peak: m.PeakBytes, DeviceTotal: m.DeviceTotalBytes, EvidencePeak: m.EvidencePeakBytes,
-			ReferenceAllocated: m.ReferenceAllocatedBytes, CandidateAllocated: m.CandidateAllocatedBytes}
+			ReferenceAllocated: m.ReferenceAllocatedBytes, CandidateAllocated: m.CandidateAllocatedBytes, Harness: m.HarnessBytes}
 	}
 	if pr := p.Profile; pr != nil {
 		r.Profile = &Profile{Tool: pr.Tool, TotalUS: pr.TotalUs}

@@ -116,7 +116,7 @@ func TestResultRoundTrip(t *testing.T) {
 		Phases: &sdk.Phases{WaitDevice: 0.1, Trials: []float64{1, 2}, GPUWork: 0.5, Total: 4,
 			ReferenceOps: map[string]sdk.WorkerOp{"load": {Calls: 1, Seconds: 0.25, PeakBytes: 1 << 30, PeakAllocatedBytes: 1 << 29}, "call": {Calls: 12, Seconds: 0.5}},
 			CandidateOps: map[string]sdk.WorkerOp{"timed": {Calls: 2, Seconds: 1.5, PeakBytes: 7}}},
-		Memory: &sdk.MemoryUse{Footprint: 4, ReferencePeak: 8, CandidatePeak: 6, Peak: 14, DeviceTotal: 100, EvidencePeak: 20, ReferenceAllocated: 7, CandidateAllocated: 5},
+		Memory: &sdk.MemoryUse{Footprint: 4, ReferencePeak: 8, CandidatePeak: 6, Peak: 14, DeviceTotal: 100, EvidencePeak: 20, ReferenceAllocated: 7, CandidateAllocated: 5, Harness: 2},
 		Profile: &sdk.Profile{Tool: "torch.profiler", TotalUS: 12.5, Kernels: []sdk.KernelTime{
 			{Name: "relu_kernel", Calls: 1, TotalUS: 10, Share: 0.8, Custom: true}, {Name: "aten::copy_", Calls: 2, TotalUS: 2.5, Share: 0.2}}},
 		StartedAt: time.Unix(1700000000, 0).UTC(), FinishedAt: time.Unix(1700000060, 0).UTC(),

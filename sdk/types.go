@@ -226,6 +226,27 @@ type MemoryUse struct {
 	// fit a request and it took new ones.
 	ReferenceAllocated int64 `json:"reference_allocated_bytes,omitempty"`
 	CandidateAllocated int64 `json:"candidate_allocated_bytes,omitempty"`
+	// Harness is the part of Peak that the harness holds whatever the task: each process's
+	// cache-flush buffer (0.25 GiB apiece on a GPU). On a small task it is most of Peak, so
+	// TaskRatio leaves it out.
+	Harness int64 `json:"harness_bytes,omitempty"`
+}
+
+// Ratio is Peak over the footprint: what judging the kernel held, in eager forwards of the task.
+func (m *MemoryUse) Ratio() float64 {
+	if m == nil || m.Footprint <= 0 {
+		return 0
+	}
+	return float64(m.Peak) / float64(m.Footprint)
+}
+
+// TaskRatio is Ratio without the harness's fixed buffers: the part of the peak that grows with
+// the task.
+func (m *MemoryUse) TaskRatio() float64 {
+	if m == nil || m.Footprint <= 0 {
+		return 0
+	}
+	return float64(m.Peak-m.Harness) / float64(m.Footprint)
 }
 
 // CompileResult is the outcome of the compile phase (importing the candidate on the CPU side).

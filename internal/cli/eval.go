@@ -448,8 +448,12 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 	}
 	if m := r.Memory; m != nil && m.Footprint > 0 {
 		gib := func(b int64) float64 { return float64(b) / (1 << 30) }
-		fmt.Fprintf(w, "memory    peak %.1f GiB (reference %.1f + candidate %.1f) for a task whose eager forward needs %.1f GiB (%.1fx)\n",
-			gib(m.Peak), gib(m.ReferencePeak), gib(m.CandidatePeak), gib(m.Footprint), float64(m.Peak)/float64(m.Footprint))
+		fmt.Fprintf(w, "memory    peak %.1f GiB (reference %.1f + candidate %.1f) for a task whose eager forward needs %.1f GiB (%.1fx",
+			gib(m.Peak), gib(m.ReferencePeak), gib(m.CandidatePeak), gib(m.Footprint), m.Ratio())
+		if m.Harness > 0 {
+			fmt.Fprintf(w, "; %.1fx without the harness's %.2f GiB of flush buffers", m.TaskRatio(), gib(m.Harness))
+		}
+		fmt.Fprintf(w, ")\n")
 		if m.ReferenceAllocated > 0 || m.CandidateAllocated > 0 {
 			fmt.Fprintf(w, "          in live tensors at most: reference %.1f + candidate %.1f GiB (what the peaks hold beyond that is the allocators' cache)\n",
 				gib(m.ReferenceAllocated), gib(m.CandidateAllocated))

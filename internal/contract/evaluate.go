@@ -340,9 +340,21 @@ func (r *evalRun) memory() {
 	if r.ref.footprint == 0 {
 		return
 	}
-	m := &MemoryUse{Footprint: r.ref.footprint, DeviceTotal: r.ref.total}
+	r.res.Memory = memoryUse(r.ref.footprint, r.ref.total, ref, cand)
+}
+
+// memoryUse is the record's account of both processes' device memory.
+func memoryUse(footprint, total int64, ref, cand workerMemory) *MemoryUse {
+	m := &MemoryUse{Footprint: footprint, DeviceTotal: total}
 	m.ReferencePeak, m.EvidencePeak, m.ReferenceAllocated = ref.PeakReserved, ref.EvidencePeak, ref.PeakAllocated
 	m.CandidatePeak, m.CandidateAllocated = cand.PeakReserved, cand.PeakAllocated
 	m.Peak = m.ReferencePeak + m.CandidatePeak
-	r.res.Memory = m
+	// Both processes hold the same flush buffer, allocated by the harness before the task or the
+	// candidate runs: the reference's size is taken for both, since the candidate's own report
+	// comes from a process that ran untrusted code. A candidate that reported nothing held none.
+	if m.Harness = ref.Harness; cand.PeakReserved >= ref.Harness && cand.PeakReserved > 0 {
+		m.Harness += ref.Harness
+	}
+	m.Harness = min(m.Harness, m.Peak)
+	return m
 }

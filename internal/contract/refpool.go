@@ -177,7 +177,9 @@ type workerMemory struct {
 	PeakAllocated int64 `json:"peak_allocated"`
 	// EvidencePeak is the float64 precision run's own peak, kept out of PeakReserved.
 	EvidencePeak int64 `json:"evidence_peak_reserved"`
-	Free         int64 `json:"free"`
+	// Harness is what the process's own buffers hold (the cache-flush buffer).
+	Harness int64 `json:"harness"`
+	Free    int64 `json:"free"`
 	Total        int64 `json:"total"`
 	// Ops is the process's own account of its operations since the last load.
 	Ops map[string]workerOp `json:"ops"`

@@ -361,8 +361,9 @@ class Session:
         free, total = torch.cuda.mem_get_info(self.device)
         now = (int(torch.cuda.max_memory_reserved(self.device)), int(torch.cuda.max_memory_allocated(self.device)))
         peak = _pairmax(_pairmax(self._peak, self._pending_peak), now)
+        harness = self._flush_buf.numel() * self._flush_buf.element_size() if self._flush_buf is not None else 0
         res.update(peak_reserved=peak[0], peak_allocated=peak[1], evidence_peak_reserved=self._evidence_peak,
-                   free=int(free), total=int(total))
+                   harness=int(harness), free=int(free), total=int(total))
         return res
 
     def reset_peak(self):

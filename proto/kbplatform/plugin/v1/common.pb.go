@@ -1555,8 +1555,11 @@ type MemoryUse struct {
 	EvidencePeakBytes       int64 `protobuf:"varint,6,opt,name=evidence_peak_bytes,json=evidencePeakBytes,proto3" json:"evidence_peak_bytes,omitempty"`
 	ReferenceAllocatedBytes int64 `protobuf:"varint,7,opt,name=reference_allocated_bytes,json=referenceAllocatedBytes,proto3" json:"reference_allocated_bytes,omitempty"`
 	CandidateAllocatedBytes int64 `protobuf:"varint,8,opt,name=candidate_allocated_bytes,json=candidateAllocatedBytes,proto3" json:"candidate_allocated_bytes,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The harness's own buffers in peak_bytes (each process's cache-flush buffer): what every
+	// evaluation on the device holds whatever the task.
+	HarnessBytes  int64 `protobuf:"varint,9,opt,name=harness_bytes,json=harnessBytes,proto3" json:"harness_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MemoryUse) Reset() {
@@ -1641,6 +1644,13 @@ func (x *MemoryUse) GetReferenceAllocatedBytes() int64 {
 func (x *MemoryUse) GetCandidateAllocatedBytes() int64 {
 	if x != nil {
 		return x.CandidateAllocatedBytes
+	}
+	return 0
+}
+
+func (x *MemoryUse) GetHarnessBytes() int64 {
+	if x != nil {
+		return x.HarnessBytes
 	}
 	return 0
 }
@@ -2326,7 +2336,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\aseconds\x18\x02 \x01(\x01R\aseconds\x12\x1d\n" +
 	"\n" +
 	"peak_bytes\x18\x03 \x01(\x03R\tpeakBytes\x120\n" +
-	"\x14peak_allocated_bytes\x18\x04 \x01(\x03R\x12peakAllocatedBytes\"\x8d\x03\n" +
+	"\x14peak_allocated_bytes\x18\x04 \x01(\x03R\x12peakAllocatedBytes\"\xb2\x03\n" +
 	"\tMemoryUse\x12'\n" +
 	"\x0ffootprint_bytes\x18\x01 \x01(\x03R\x0efootprintBytes\x120\n" +
 	"\x14reference_peak_bytes\x18\x02 \x01(\x03R\x12referencePeakBytes\x120\n" +
@@ -2336,7 +2346,8 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\x12device_total_bytes\x18\x05 \x01(\x03R\x10deviceTotalBytes\x12.\n" +
 	"\x13evidence_peak_bytes\x18\x06 \x01(\x03R\x11evidencePeakBytes\x12:\n" +
 	"\x19reference_allocated_bytes\x18\a \x01(\x03R\x17referenceAllocatedBytes\x12:\n" +
-	"\x19candidate_allocated_bytes\x18\b \x01(\x03R\x17candidateAllocatedBytes\"2\n" +
+	"\x19candidate_allocated_bytes\x18\b \x01(\x03R\x17candidateAllocatedBytes\x12#\n" +
+	"\rharness_bytes\x18\t \x01(\x03R\fharnessBytes\"2\n" +
 	"\x04Flag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xad\x01\n" +
