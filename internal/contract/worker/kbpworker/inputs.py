@@ -109,7 +109,7 @@ def _storage_uses(t):
 
 
 def _held_elsewhere(raw):
-    """For each element of raw (what get_inputs returned), whether anything other than raw still
+    """For each tensor of raw (what get_inputs returned), whether anything other than raw still
     holds it, or its memory: a module-level tensor returned on every call, a list get_inputs keeps,
     a view of a kept tensor. Such an input is copied before a distribution changes it in place;
     one get_inputs made afresh is changed where it lies, so its bytes are never held twice (the
@@ -122,12 +122,15 @@ def _held_elsewhere(raw):
     held = []
     for i in range(len(raw)):
         x = raw[i]
+        if not isinstance(x, torch.Tensor):  # not changed in place, nor a buffer
+            held.append(False)
+            continue
         slots = sum(1 for y in raw if y is x)
         h = _refs(raw, i) - 1 > alone + slots - 1  # x, named here, adds one
-        if not h and isinstance(x, torch.Tensor):
+        if not h:
             base = getattr(x, "_base", None)  # a view: of what?
             h = base is not None and not any(y is base for y in raw)
-        if not h and isinstance(x, torch.Tensor):
+        if not h:
             uses = _storage_uses(x)
             if uses is not None:
                 sharing = sum(1 for y in raw if isinstance(y, torch.Tensor) and _storage_ptr(y) == _storage_ptr(x)

@@ -80,6 +80,70 @@ def test_reference_stages_fresh_inputs_on_a_gpu_and_fixed_buffers_on_the_cpu():
     assert torch.equal(again[0], fresh[0]) and again[0] is not fresh[0]
 
 
+def test_same_places():
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    layout = [(a.data_ptr(), a.shape, a.dtype, a.stride()), None]
+    assert harness._same_places([a, 3], layout)
+    assert not harness._same_places([b, 3], layout)  # another address
+    assert not harness._same_places([a.view(16), 3], layout)  # another shape
+    assert not harness._same_places([a, a], layout) and not harness._same_places([a], layout)
+
+
+def _gpu_candidate(monkeypatch, backing):
+    """A candidate Session that takes itself for a GPU's, whose inputs are made by the test at
+    chosen places in backing (the caching allocator's choice, played by the test)."""
+    cand = harness.Session("candidate", {"device": "cpu"})
+    cand.device = torch.device("cuda", 0)  # staging only asks which kind of device it serves
+    monkeypatch.setattr(harness.inputs, "_storage_uses", lambda t: None)  # the test's storage holds every input
+    place = {"at": 0}
+
+    def make_inputs(task, seed, dist, device):
+        t = torch.empty(0).set_(backing.storage(), place["at"], (4, 4))
+        t.copy_(torch.full((4, 4), float(seed)))
+        return [t, 3]
+
+    monkeypatch.setattr(harness.inputs, "make_inputs", make_inputs)
+    return cand, place
+
+
+def test_candidate_inputs_take_their_buffers_place_on_a_gpu(monkeypatch):
+    """On a GPU the candidate's buffers are freed before new inputs are made, and the new inputs,
+    where the allocator put them at the same addresses, are the buffers: no copy, no second
+    input-sized block. Where an address moves, fixed buffers and copies from then on."""
+    backing = torch.zeros(64)
+    cand, place = _gpu_candidate(monkeypatch, backing)
+    first = cand._inputs(1, "default")
+    assert first is cand._bufs and first[0].data_ptr() == backing.data_ptr() and first[1] == 3
+    del first
+    again = cand._inputs(2, "default")  # the same place: taken as it is
+    assert again[0].data_ptr() == backing.data_ptr() and float(again[0][0, 0]) == 2.0 and not cand._fixed_bufs
+    del again
+    place["at"] = 16  # the allocator put the next inputs elsewhere
+    moved = cand._inputs(3, "default")
+    assert cand._fixed_bufs and moved[0].data_ptr() != backing.data_ptr() + 16 * 4
+    assert float(moved[0][0, 0]) == 3.0
+    buf = moved[0]
+    del moved
+    place["at"] = 0
+    later = cand._inputs(4, "default")  # fixed buffers: a copy into the same one
+    assert later[0] is buf and float(buf[0, 0]) == 4.0
+
+
+def test_candidate_buffers_something_holds_are_copied_into(monkeypatch):
+    """Buffers the candidate's model (or anything else) still holds are not let go of: new inputs
+    are copied into them, at the same addresses, and they are let go of once nothing holds them."""
+    backing = torch.zeros(64)
+    cand, place = _gpu_candidate(monkeypatch, backing)
+    kept = cand._inputs(1, "default")[0]
+    place["at"] = 16
+    again = cand._inputs(2, "default")
+    assert again[0] is kept and float(kept[0, 0]) == 2.0 and not cand._fixed_bufs
+    del again, kept
+    place["at"] = 32
+    later = cand._inputs(3, "default")  # nothing holds the buffer now: let go of, and it moved
+    assert cand._fixed_bufs and float(later[0][0, 0]) == 3.0
+
+
 class _FakeAllocator:
     """torch.cuda's peak counters, as a test drives them."""
 
