@@ -180,7 +180,7 @@ type workerMemory struct {
 	// Harness is what the process's own buffers hold (the cache-flush buffer).
 	Harness int64 `json:"harness"`
 	Free    int64 `json:"free"`
-	Total        int64 `json:"total"`
+	Total   int64 `json:"total"`
 	// Ops is the process's own account of its operations since the last load.
 	Ops map[string]workerOp `json:"ops"`
 }
