@@ -2,6 +2,7 @@
 of timed calls' inputs on each side."""
 import os
 
+import pytest
 import torch
 
 from kbpworker import harness
@@ -190,3 +191,18 @@ def test_peaks_per_operation_and_the_evidence_apart(monkeypatch):
     assert (m["free"], m["total"]) == (10, 100)
     s.reset_peak()
     assert s.memory()["ops"] == {} and s.memory()["peak_reserved"] == 45  # what it holds now
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device: the caching allocator's own choice")
+@pytest.mark.parametrize("task", ["matmul_small.py", "scale_relu_big.py"])
+def test_the_caching_allocator_hands_the_buffers_back(task):
+    """On a real GPU, new inputs made after the buffers are let go of land at the buffers' addresses
+    under every distribution, so the candidate never falls back to fixed buffers and copies."""
+    cand = harness.Session("candidate", {"device": "cuda"})
+    cand.load_task(os.path.join(TASKS, task))
+    first = [t.data_ptr() for t in cand._inputs(1, "default") if isinstance(t, torch.Tensor)]
+    for seed, dist in [(2, "default"), (3, "scaled"), (4, "sparse"), (5, "default"), (6, "large")]:
+        work = cand._inputs(seed, dist)
+        assert [t.data_ptr() for t in work if isinstance(t, torch.Tensor)] == first, (seed, dist)
+        del work
+    assert not cand._fixed_bufs
