@@ -62,6 +62,8 @@ type shared struct {
 	// the same for every process started there. Once known, a candidate's hello (its CUDA start)
 	// runs beside the reference's start instead of after it.
 	ipc map[string]bool
+	// allocNotice says once that the workers' allocator options differ from the environment's.
+	allocNotice sync.Once
 }
 
 // deviceSlot returns the one-slot semaphore of a device. Evaluations on one device run one at a
@@ -197,6 +199,19 @@ func (e *Evaluator) workerSetup(role, device string) (env []string, settings wor
 		sort.Strings(keys)
 		for _, k := range keys {
 			env = append(env, k+"="+r.Env[k])
+		}
+	}
+	var recipeEnv map[string]string
+	if r := e.opt.Recipe; r != nil && role == "candidate" {
+		recipeEnv = r.Env
+	}
+	if wdev != "cpu" {
+		alloc, changed := allocatorEnv(workerLookup(recipeEnv))
+		env = append(env, alloc...)
+		if len(changed) > 0 {
+			e.allocNotice.Do(func() {
+				e.progress("the contract's workers run PyTorch's caching allocator in cudaMalloc segments (outputs travel by CUDA IPC): %s", strings.Join(changed, "; "))
+			})
 		}
 	}
 	settings = workerSettings{

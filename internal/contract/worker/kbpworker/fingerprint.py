@@ -3,6 +3,7 @@
 The driver adds what Python cannot see reliably (driver version, clocks, CPU model).
 """
 
+import os
 import platform
 import sys
 
@@ -49,6 +50,10 @@ def collect(device):
         uuid = getattr(props, "uuid", None)
         if uuid is not None:
             fp["device_uuid"] = str(uuid)
+        # The allocator options the process ran with (the driver turns some off: allocconf.go);
+        # they change how memory is laid out and reused, so a record says which were in force.
+        fp["cuda_alloc_conf"] = " ".join("%s=%s" % (v, os.environ[v]) for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+                                         if os.environ.get(v))
         try:
             fp["cudnn"] = str(torch.backends.cudnn.version() or "")
         except Exception:

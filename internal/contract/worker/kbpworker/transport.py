@@ -33,27 +33,62 @@ def _storage(t):
     return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
 
 
+# torch >= 2.2 prefixes an exported handle with its format's version and the kind of memory it
+# names: b"c" a cudaMalloc allocation (then the driver's 64-byte handle), b"e" an expandable
+# segment (page handles that the reading side would map one by one; c10/cuda/
+# CUDACachingAllocator.cpp, shareIpcHandle). Older releases export the bare 64-byte handle.
+_CUDA_IPC_HANDLE_SIZE = 64
+
+
+def handle_kind(handle):
+    """"cudaMalloc" or "expandable" for a handle torch exported, "" for neither."""
+    if len(handle) == _CUDA_IPC_HANDLE_SIZE:
+        return "cudaMalloc"
+    kind = handle[1:2]
+    if kind == b"c" and len(handle) == _CUDA_IPC_HANDLE_SIZE + 2:
+        return "cudaMalloc"
+    if kind == b"e":
+        return "expandable"
+    return ""
+
+
+def _native_allocator():
+    """Whether this process allocates through torch's own caching allocator, whose blocks can be
+    exported (the cudaMallocAsync backend cannot export them)."""
+    backend = getattr(torch._C, "_cuda_getAllocatorBackend", None)
+    try:
+        return backend is None or backend() == "native"
+    except RuntimeError:
+        return False
+
+
 def export(t, base, ipc):
     """Describe tensor t for the reference process: an IPC descriptor when ipc is set and t is on a
-    GPU, else a raw file written under base."""
-    if ipc and t.is_cuda:
+    GPU, else a raw file written under base.
+
+    Only cudaMalloc memory goes by IPC: the reference bounds-checks a mapped tensor against the one
+    allocation its handle maps, which an expandable segment, mapped page by page, does not pass.
+    The driver starts the workers with expandable segments off (allocconf.go); memory that is in
+    one all the same (a kernel that turned them on) travels as a file, as on the CPU."""
+    if ipc and t.is_cuda and _native_allocator():
         dev, handle, size, offset, rc_handle, rc_offset, ev_handle, ev_sync = _storage(t)._share_cuda_()
-        return {
-            "ipc": {
-                "handle": base64.b64encode(handle).decode(),
-                "size": int(size),
-                "offset": int(offset),
-                "ref_counter": rc_handle.decode() if isinstance(rc_handle, bytes) else str(rc_handle),
-                "ref_counter_offset": int(rc_offset),
-                "event": base64.b64encode(ev_handle).decode() if ev_handle else "",
-                "event_sync": bool(ev_sync),
-            },
-            "dtype": tensorfile.dtype_name(t.dtype),
-            "shape": list(t.shape),
-            "strides": list(t.stride()),
-            "storage_offset": int(t.storage_offset()),
-            "device": str(t.device),
-        }
+        if handle_kind(handle) == "cudaMalloc":
+            return {
+                "ipc": {
+                    "handle": base64.b64encode(handle).decode(),
+                    "size": int(size),
+                    "offset": int(offset),
+                    "ref_counter": rc_handle.decode() if isinstance(rc_handle, bytes) else str(rc_handle),
+                    "ref_counter_offset": int(rc_offset),
+                    "event": base64.b64encode(ev_handle).decode() if ev_handle else "",
+                    "event_sync": bool(ev_sync),
+                },
+                "dtype": tensorfile.dtype_name(t.dtype),
+                "shape": list(t.shape),
+                "strides": list(t.stride()),
+                "storage_offset": int(t.storage_offset()),
+                "device": str(t.device),
+            }
     meta = tensorfile.write(base, t)
     return {"tensor": base, "device": meta["device"]}
 
@@ -115,6 +150,11 @@ def open_ipc(item, device):
     dtype = tensorfile.DTYPES[item["dtype"]]
     itemsize = torch.empty((), dtype=dtype).element_size()
     handle = _b64(d, "handle")
+    kind = handle_kind(handle)
+    if kind != "cudaMalloc":
+        # An expandable segment's handle carries page handles for torch to map one by one, which
+        # cannot be bounds-checked as one allocation; the harness never sends one.
+        raise TransportError("IPC handle of %s memory (only cudaMalloc allocations are mapped)" % (kind or "unknown"))
     event = _b64(d, "event", allow_empty=True)
     size = _int(d, "size", 1)
     offset = _int(d, "offset")
