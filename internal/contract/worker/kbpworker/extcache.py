@@ -81,6 +81,16 @@ class ExtensionCache:
         ok = os.path.join(d, "ok")
         with open(os.path.join(d, ".kbp-build.lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            # torch's own build lock is a file (FileBaton, "lock" in the build directory) that a
+            # build removes when it ends; a build killed half-way (a compile past its time limit, a
+            # driver that died) leaves it, and torch then waits for it forever: every later
+            # evaluation of that source ended as a timeout. Builds here run one at a time under
+            # the flock above, which the kernel drops with its holder, so a "lock" found while it
+            # is held is a dead build's.
+            try:
+                os.unlink(os.path.join(d, "lock"))
+            except FileNotFoundError:
+                pass
             if is_python_module and os.path.exists(ok) and os.path.exists(so):
                 self.hits += 1
                 self.modules.add(name)

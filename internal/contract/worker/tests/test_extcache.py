@@ -40,3 +40,22 @@ int64_t which() { return KBP_RECIPE_VALUE; }
     cache = extcache.ExtensionCache(str(tmp_path), {"cflags": ["-DKBP_RECIPE_VALUE=7"]})
     mod = cache.load_inline("kbp_t_recipe", src, functions=["which"])
     assert mod.which() == 7
+
+
+def test_a_build_killed_half_way_does_not_stall_the_next(tmp_path):
+    """torch's build lock is a file a killed build leaves behind (measured: a C++ compile cut by a
+    test timeout made every later build of that source wait until the evaluation's limit)."""
+    from torch.utils.file_baton import FileBaton
+
+    cache = extcache.ExtensionCache(str(tmp_path))
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "lock").write_text("")  # what the killed build left
+
+    def build(d):
+        # What torch's _jit_compile does first: take the baton, or wait for whoever holds it.
+        baton = FileBaton(os.path.join(d, "lock"))
+        assert baton.try_acquire(), "the dead build's lock was left in place: torch would wait forever"
+        baton.release()
+        return "built"
+
+    assert cache._build("k", "kbp_t_stale", False, build) == "built"
