@@ -69,7 +69,9 @@ def export(t, base, ipc):
     Only cudaMalloc memory goes by IPC: the reference bounds-checks a mapped tensor against the one
     allocation its handle maps, which an expandable segment, mapped page by page, does not pass.
     The driver starts the workers with expandable segments off (allocconf.go); memory that is in
-    one all the same (a kernel that turned them on) travels as a file, as on the CPU."""
+    one all the same (a kernel that turned them on) travels as a file, as on the CPU; torch keeps
+    a block it has shared out of reuse until a reader lets go, so that kernel's process pays for
+    each such output with memory it does not get back."""
     if ipc and t.is_cuda and _native_allocator():
         dev, handle, size, offset, rc_handle, rc_offset, ev_handle, ev_sync = _storage(t)._share_cuda_()
         if handle_kind(handle) == "cudaMalloc":
