@@ -191,19 +191,22 @@ func (e *Evaluator) workerSetup(role, device string) (env []string, settings wor
 	if wdev == "cpu" && e.opt.Config.CPUThreads > 0 {
 		env = append(env, "OMP_NUM_THREADS="+strconv.Itoa(e.opt.Config.CPUThreads))
 	}
-	if r := e.opt.Recipe; r != nil && role == "candidate" {
-		keys := make([]string, 0, len(r.Env))
-		for k := range r.Env {
+	// A backend's build recipe applies to candidates (and their compiles) only.
+	recipe := e.opt.Recipe
+	if role != "candidate" {
+		recipe = nil
+	}
+	var recipeEnv map[string]string
+	if recipe != nil {
+		recipeEnv = recipe.Env
+		keys := make([]string, 0, len(recipeEnv))
+		for k := range recipeEnv {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			env = append(env, k+"="+r.Env[k])
+			env = append(env, k+"="+recipeEnv[k])
 		}
-	}
-	var recipeEnv map[string]string
-	if r := e.opt.Recipe; r != nil && role == "candidate" {
-		recipeEnv = r.Env
 	}
 	if wdev != "cpu" {
 		alloc, changed := allocatorEnv(workerLookup(recipeEnv))
@@ -224,7 +227,7 @@ func (e *Evaluator) workerSetup(role, device string) (env []string, settings wor
 		settings.CPUThreads = e.opt.Config.CPUThreads
 	}
 	settings.CUDAArch = e.opt.Python.Capability
-	if r := e.opt.Recipe; r != nil && role == "candidate" {
+	if r := recipe; r != nil {
 		settings.Recipe = &buildFlags{CFlags: r.CFlags, CUDAFlags: r.CUDAFlags, IncludePaths: r.IncludePaths, LDFlags: r.LDFlags}
 	}
 	return env, settings, nil
