@@ -22,9 +22,9 @@ func (a *app) baselineCmd() *cobra.Command {
 	var level int
 	var origin string
 	var modes []string
-	var asJSON bool
+	var asJSON, missing bool
 	cmd := &cobra.Command{
-		Use:   "baseline [--task ID... | --origin NAME] [--level N] [--modes eager,compile-default,...]",
+		Use:   "baseline [--task ID... | --origin NAME] [--level N] [--modes eager,compile-default,...] [--missing]",
 		Short: "Time tasks in eager mode and the torch.compile modes, per platform",
 		Long: `Time each task's own Model in eager mode and in torch.compile's modes (default,
 reduce-overhead, max-autotune, max-autotune-no-cudagraphs; also cudagraphs), each checked for
@@ -33,6 +33,8 @@ timing and shown apart (COMPILE s): the compiling first call runs before any tri
 --compile-timeout. SPEEDUP is the eager median over the mode's median (above 1: the mode is
 faster), as for kernels. The eager row is an A/A measurement: eager against eager, whose ratio
 shows the platform's timing noise. Results are stored per task, size, platform fingerprint and mode.
+With --missing, only the pairs with no stored verdict on this platform under the current contract
+are timed: a run that was cut short picks up where it stopped.
 Exit status 3 means a mode failed its verdict (it computes something else); 4 means a timing got
 no verdict because the task, the platform or the environment failed (as for eval).`,
 		Args: cobra.NoArgs,
@@ -88,7 +90,7 @@ no verdict because the task, the platform or the environment failed (as for eval
 				}
 			}
 			progress := a.progressSince(time.Now())
-			var out []store.Baseline
+			out := []store.Baseline{} // printed as [] when nothing was timed (--missing)
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			if !asJSON {
 				fmt.Fprintln(tw, "TASK\tSIZE\tMODE\tMEDIAN ms\tCV\tEAGER ms\tSPEEDUP\tCOMPILE s\tSTATUS")
@@ -103,6 +105,19 @@ no verdict because the task, the platform or the environment failed (as for eval
 				for _, mode := range modes {
 					items = append(items, baselineItem{task: t, size: size, ct: ct, mode: mode})
 				}
+			}
+			if missing {
+				total := len(items)
+				keep, why, err := missingBaselines(st, items, device, hw)
+				if err != nil {
+					return err
+				}
+				if why != "" {
+					a.progress("--missing: %s; timing all %d", why, total)
+				} else {
+					a.progress("--missing: %d of %d already timed on this platform under %s; timing %d", total-len(keep), total, contract.Version, len(keep))
+				}
+				items = keep
 			}
 			rec := a.recorder(st, target)
 			var failed, noVerdict int
@@ -172,6 +187,7 @@ no verdict because the task, the platform or the environment failed (as for eval
 	cmd.Flags().IntVar(&level, "level", 0, "only tasks of this level")
 	cmd.Flags().StringSliceVar(&modes, "modes", contract.BaselineModes, "modes to time")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&missing, "missing", false, "time only what has no stored verdict on this platform under the current contract (resume a run cut short)")
 	addContractFlags(cmd)
 	return cmd
 }
