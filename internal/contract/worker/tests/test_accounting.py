@@ -225,7 +225,7 @@ def test_small_inputs_that_move_are_copied_into_fixed_buffers():
     for seed, dist in _SEQUENCE:
         work = cand._inputs(seed, dist)
         want = harness.inputs.make_inputs(cand.task, seed, dist, cand.device)
-        assert all(torch.equal(a, b) for a, b in zip(work, want)), (seed, dist)
+        assert len(work) == len(want) and all(torch.equal(a, b) for a, b in zip(work, want)), (seed, dist)
         if cand._fixed_bufs:
             now = [t.data_ptr() for t in work]
             assert places in (None, now), (seed, dist)  # fixed: the same buffers from then on
