@@ -55,6 +55,10 @@ type shared struct {
 	refs    map[string]*refServer
 	devices map[string]chan struct{}
 	spares  map[string][]*spare
+	// spareDepths is, per worker key, how many spares it keeps once one was taken before it was
+	// ready (spare.go); spareCap, when set (tests), replaces the host's spareLimit.
+	spareDepths map[string]int
+	spareCap    int
 	// compiles remembers the sources compiled OK, by compileKey.
 	compiles map[string]*compileEntry
 	// ipc is, per device, whether its reference processes can map a candidate's outputs (CUDA
@@ -115,7 +119,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, spareDepths: map[string]int{}, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -39,16 +40,16 @@ type workerProc struct {
 	settings workerSettings
 }
 
-// spareDepth is how many spares are kept per kind of candidate process. A spare's imports take
-// 8-12 s of CPU on the H200's host, and spares are stopped while a timing runs, so a spare makes
-// progress only in the few seconds of each evaluation outside its timing: it is started three
-// evaluations before one takes it.
+// spareDepth is how many spares are kept per kind of candidate process to begin with. A spare's
+// imports take 8-12 s of CPU on the H200's host, and spares are stopped while a timing runs, so a
+// spare makes progress only in the few seconds of each evaluation outside its timing: it is
+// started three evaluations before one takes it.
 const spareDepth = 3
 
-// spareReferences is how many spare reference processes are kept per device. A new task comes at
-// most once per evaluation, but a spare's imports only progress outside the timing phases (as a
-// candidate spare's), so each is started two evaluations before one takes it. A batch on one task
-// never takes one: two idle processes that touched no device.
+// spareReferences is how many spare reference processes are kept per device to begin with. A new
+// task comes at most once per evaluation, but a spare's imports only progress outside the timing
+// phases (as a candidate spare's), so each is started two evaluations before one takes it. A batch
+// on one task never takes one: two idle processes that touched no device.
 const spareReferences = 2
 
 func sparesWanted(role string) int {
@@ -56,6 +57,31 @@ func sparesWanted(role string) int {
 		return spareReferences
 	}
 	return spareDepth
+}
+
+// A fixed depth was too shallow where evaluations are short and every one needs a new process:
+// over KernelBench's level 1 (3.9 s a task on an H100) every other task waited 2-7 s for a spare
+// reference whose imports had not finished, and those waits made all of its worst wall times. How
+// far ahead a spare must start depends on the host's import time and on how much of each
+// evaluation is not a timing, which only the run knows; so a key whose spare was taken before it
+// was ready keeps one more from then on (spareLimit at most), and a key whose spares are always
+// ready (a batch on one task) keeps what it began with.
+
+// spareLimit is the most spares kept per key on a host with cpus cores: half of them, for each
+// importing spare takes a core outside the timing phases, at most eight, and never fewer than a
+// role begins with (a small host keeps the fixed depth). It is per key, so per device: each
+// device's evaluations take their own spares.
+func spareLimit(role string, cpus int) int {
+	return max(sparesWanted(role), min(8, cpus/2))
+}
+
+// sparesKept is how many spares key keeps now: what its role begins with, plus one for each time
+// one of its spares was taken before it was ready. Callers hold e.mu.
+func (e *Evaluator) sparesKept(role, key string) int {
+	if n, ok := e.spareDepths[key]; ok {
+		return n
+	}
+	return sparesWanted(role)
 }
 
 // spare is a worker process being prepared for a later evaluation (or task).
@@ -113,7 +139,7 @@ func (e *Evaluator) newWorker(role, device string) (*workerProc, error) {
 func (e *Evaluator) startSpares(role, device, key string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for len(e.spares[key]) < sparesWanted(role) {
+	for len(e.spares[key]) < e.sparesKept(role, key) {
 		c, err := e.newWorker(role, device)
 		if err != nil {
 			return // the next evaluation (or task) starts its own
@@ -165,15 +191,47 @@ func (e *Evaluator) workerProcess(ctx context.Context, role, device string) (*wo
 		defer e.startSpares(role, device, key)
 	}
 	if s != nil {
-		select {
-		case <-s.ready:
-			if s.err == nil && !s.c.p.exited() {
-				e.progress("%s process: a spare, started during an earlier evaluation", role)
-				return s.c, nil
-			}
-		case <-ctx.Done():
+		if c, ok := e.takeSpare(ctx, role, key, s); ok {
+			return c, nil
 		}
 		go s.discard()
 	}
 	return e.newWorker(role, device)
+}
+
+// takeSpare waits for spare s of key to finish its imports and returns its process, or false when
+// it failed or ctx ended first. A spare not ready when taken means the spares of key start too
+// late: key keeps one more from then on, up to spareLimit.
+func (e *Evaluator) takeSpare(ctx context.Context, role, key string, s *spare) (*workerProc, bool) {
+	select {
+	case <-s.ready:
+	default:
+		t0 := time.Now()
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return nil, false
+		}
+		e.mu.Lock()
+		kept := e.sparesKept(role, key)
+		if kept < e.spareLimit(role) {
+			kept++
+			e.spareDepths[key] = kept
+		}
+		e.mu.Unlock()
+		e.progress("%s process: waited %.1f s for a spare's imports; keeping %d spare %s processes from now on", role, time.Since(t0).Seconds(), kept, role)
+	}
+	if s.err != nil || s.c.p.exited() {
+		return nil, false
+	}
+	e.progress("%s process: a spare, started during an earlier evaluation", role)
+	return s.c, true
+}
+
+// spareLimit is spareLimit for this host, or the limit a test set.
+func (e *Evaluator) spareLimit(role string) int {
+	if e.spareCap > 0 {
+		return max(sparesWanted(role), e.spareCap)
+	}
+	return spareLimit(role, runtime.NumCPU())
 }

@@ -2,8 +2,10 @@ package contract
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -30,6 +32,7 @@ func TestSpareProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2.opt.Spares = SparesOn
+	e2.spareCap = 1 // each role keeps its fixed depth, whatever the host: this test counts spares
 	// Two tasks: the second is new, so its reference process comes from the spare.
 	first := loadTask(t, "scale_relu")
 	second := first
@@ -120,5 +123,94 @@ func TestSpareProcesses(t *testing.T) {
 		if !waitExited(p, 10*time.Second) {
 			t.Fatal("a spare left over still runs after Close")
 		}
+	}
+}
+
+// TestSpareDepthGrows checks that a key whose spare is taken before its imports finished keeps one
+// more spare from then on, up to its limit; that a spare taken ready changes nothing; and that the
+// run says so. The slow spare is a real process whose readiness the test holds back a second.
+func TestSpareDepthGrows(t *testing.T) {
+	e := newEvaluator(t, nil)
+	var mu sync.Mutex
+	var msgs []string
+	e2, err := e.With(e.Config(), func(m string) {
+		t.Log(m)
+		mu.Lock()
+		msgs = append(msgs, m)
+		mu.Unlock()
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2.opt.Spares = SparesOn
+	e2.spareCap = spareReferences + 1
+	ctx := context.Background()
+	key, err := e2.workerKey("reference", "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := func() *spare {
+		c, err := e2.newWorker("reference", "cpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &spare{c: c, ready: make(chan struct{})}
+		go func() {
+			defer close(s.ready)
+			_, s.err = call(ctx, c.p, time.Minute, prepareRequest{})
+			time.Sleep(time.Second)
+		}()
+		return s
+	}
+	waits := func() (n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			if strings.HasPrefix(m, "reference process: waited") {
+				n++
+			}
+		}
+		return n
+	}
+	take := func(front *spare, wantDepth, wantWaits int) {
+		t.Helper()
+		if front != nil {
+			e2.mu.Lock()
+			e2.spares[key] = append([]*spare{front}, e2.spares[key]...)
+			e2.mu.Unlock()
+		}
+		c, err := e2.workerProcess(ctx, "reference", "cpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if front != nil && c != front.c {
+			t.Fatal("the evaluation did not get the spare at the front of the queue")
+		}
+		c.p.close()
+		os.RemoveAll(c.dir)
+		e2.mu.Lock()
+		depth, kept := e2.sparesKept("reference", key), len(e2.spares[key])
+		_, candidateGrew := e2.spareDepths["candidate"]
+		e2.mu.Unlock()
+		if depth != wantDepth || kept != wantDepth || candidateGrew {
+			t.Fatalf("after a take: depth %d, %d spares kept, want %d", depth, kept, wantDepth)
+		}
+		if got := waits(); got != wantWaits {
+			t.Fatalf("%d waits said, want %d", got, wantWaits)
+		}
+	}
+	// Taken before it was ready: one more from now on.
+	take(slow(), spareReferences+1, 1)
+	// Again, at the limit: no more.
+	take(slow(), spareReferences+1, 2)
+	// Taken ready: nothing changes and nothing is said.
+	e2.mu.Lock()
+	front := e2.spares[key][0]
+	e2.mu.Unlock()
+	<-front.ready
+	take(nil, spareReferences+1, 2)
+	// A small host keeps the fixed depth; a large one at most eight a key.
+	if spareLimit("reference", 2) != spareReferences || spareLimit("candidate", 2) != spareDepth || spareLimit("candidate", 128) != 8 || spareLimit("reference", 16) != 8 {
+		t.Fatal("spareLimit")
 	}
 }
