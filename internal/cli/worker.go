@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kbplatform/kbplatform/internal/gpulock"
 	"github.com/kbplatform/kbplatform/internal/plugins"
 	"github.com/kbplatform/kbplatform/internal/queue"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -230,35 +228,16 @@ func (x *localExec) Run(ctx context.Context, j *queue.Job, progress func(string)
 	return r
 }
 
-// lockDevice keeps a second worker of this host off a GPU that one already serves: one
-// evaluation per device. The CPU is not locked (a host may run several CPU workers, each with
-// its own threads), and neither is a GPU under Slurm (its allocation does that, and renumbers
-// the GPUs a job sees from 0). The lock names the physical GPU: cuda:N counts within
-// CUDA_VISIBLE_DEVICES.
+// lockDevice keeps a second worker of this host off a GPU that one already serves (gpulock's
+// "worker" lock). The CPU is not locked (a host may run several CPU workers, each with its own
+// threads), and neither is a GPU under Slurm (its allocation does that).
 func lockDevice(device string) (func(), error) {
-	idx, ok := strings.CutPrefix(device, "cuda:")
-	if !ok {
-		return func() {}, nil
+	h, err := gpulock.TryLock(gpulock.Worker, device)
+	if b, ok := err.(*gpulock.Busy); ok {
+		return nil, fmt.Errorf("GPU %s (%s) is served by another worker on this host (%s): one worker per device", b.GPU, b.Device, b.Holder)
 	}
-	phys := idx
-	if vis := os.Getenv("CUDA_VISIBLE_DEVICES"); vis != "" {
-		if n, err := strconv.Atoi(idx); err == nil {
-			if ids := strings.Split(vis, ","); n < len(ids) {
-				phys = strings.TrimSpace(ids[n])
-			}
-		}
-	}
-	path := filepath.Join(os.TempDir(), "kbplatform-worker-gpu-"+unsafeID.ReplaceAllString(phys, "_")+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
 	if err != nil {
-		return nil, fmt.Errorf("locking GPU %s: %w", phys, err)
+		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
-		f.Close()
-		return nil, fmt.Errorf("GPU %s (%s) is served by another worker on this host (%s): one evaluation per device", phys, device, strings.TrimSpace(string(b)))
-	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d\n", os.Getpid())), 0)
-	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+	return h.Release, nil
 }

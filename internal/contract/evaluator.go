@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kbplatform/kbplatform/internal/contract/worker"
+	"github.com/kbplatform/kbplatform/internal/gpulock"
 	"github.com/kbplatform/kbplatform/internal/pyenv"
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -84,16 +85,28 @@ func (e *Evaluator) deviceSlot(device string) chan struct{} {
 	return s
 }
 
-// takeDevice waits for the device's slot; the returned func gives it back. It fails only when ctx
-// ends first.
+// takeDevice waits for the device's slot, and for a GPU its host-wide evaluation lock (gpulock):
+// another process's evaluation on the same GPU (a second kbplatform command, a cluster worker)
+// would time its kernels into this one's numbers. The returned func gives both back. It fails
+// only when ctx ends first.
 func (e *Evaluator) takeDevice(ctx context.Context, device string) (func(), error) {
 	slot := e.deviceSlot(device)
 	select {
 	case slot <- struct{}{}:
-		return func() { <-slot }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	held, err := gpulock.Lock(ctx, gpulock.Eval, device, func(b *gpulock.Busy) {
+		e.progress("%s: waiting for GPU %s, where another process is evaluating (%s): a timing shares its GPU with nothing", device, b.GPU, b.Holder)
+	})
+	if err != nil {
+		<-slot
+		return nil, err
+	}
+	return func() {
+		held.Release()
+		<-slot
+	}, nil
 }
 
 // New prepares an Evaluator: extracts the worker and creates the scratch folders.

@@ -1,0 +1,161 @@
+// Package gpulock keeps a physical GPU of a host to one holder at a time across processes, with
+// flock(2) on a file per GPU in the temporary directory. The kernel drops a lock when its process
+// dies, however it dies, so a lock file left behind never blocks anyone.
+//
+// Two locks exist per GPU. A cluster worker holds the "worker" lock for as long as it serves the
+// GPU, so two workers never share one. Every evaluation holds the "eval" lock for as long as it
+// runs: an evaluation's timing must share its GPU with nothing, and before this lock two
+// kbplatform commands started side by side on one GPU (two terminals, a baseline beside a study)
+// timed each other's kernels into their numbers without a word.
+package gpulock
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Kinds of lock.
+const (
+	Worker = "worker"
+	Eval   = "eval"
+)
+
+// poll is how often a waiting Lock tries again. flock(2) has no timeout, and a blocked call cannot
+// be cancelled, so a waiter polls; an evaluation lasts seconds, a tenth of one is noise.
+const poll = 100 * time.Millisecond
+
+// Physical names the GPU behind device on this host: "N" for cuda:N, or the Nth entry of
+// CUDA_VISIBLE_DEVICES when it is set (cuda:N counts within it). Under Slurm the name is kept to
+// the job (a job's GPUs are renumbered from 0 and its allocation keeps them to it, so only the
+// processes of one job can meet on one). ok is false for a device that is not a GPU.
+func Physical(device string) (name string, ok bool) {
+	idx, ok := strings.CutPrefix(device, "cuda:")
+	if !ok {
+		return "", false
+	}
+	name = idx
+	if vis := os.Getenv("CUDA_VISIBLE_DEVICES"); vis != "" {
+		if n, err := strconv.Atoi(idx); err == nil {
+			if ids := strings.Split(vis, ","); n >= 0 && n < len(ids) {
+				name = strings.TrimSpace(ids[n])
+			}
+		}
+	}
+	if job := os.Getenv("SLURM_JOB_ID"); job != "" {
+		name = "slurm-job-" + job + "-" + name
+	}
+	return name, true
+}
+
+var unsafe = regexp.MustCompile(`[^A-Za-z0-9_=.-]+`)
+
+func path(kind, gpu string) string {
+	return filepath.Join(os.TempDir(), "kbplatform-"+kind+"-gpu-"+unsafe.ReplaceAllString(gpu, "_")+".lock")
+}
+
+// Held is a lock taken; Release gives it back.
+type Held struct{ f *os.File }
+
+// Release gives the lock back. A nil Held (a device that is not a GPU) releases nothing.
+func (h *Held) Release() {
+	if h == nil || h.f == nil {
+		return
+	}
+	_ = syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
+	h.f.Close()
+	h.f = nil
+}
+
+// Busy is the error of a lock held by another holder: which GPU and who holds it, as the holder
+// wrote it (its pid and command).
+type Busy struct {
+	GPU, Device, Holder string
+}
+
+func (b *Busy) Error() string {
+	return fmt.Sprintf("GPU %s (%s) is held by another process on this host (%s)", b.GPU, b.Device, b.Holder)
+}
+
+// TryLock takes kind's lock of device's GPU at once, or fails with *Busy. A device that is not a
+// GPU is never locked (the CPU is shared on purpose: its evaluations bound their own threads).
+func TryLock(kind, device string) (*Held, error) {
+	gpu, ok := Physical(device)
+	if !ok {
+		return nil, nil
+	}
+	p := path(kind, gpu)
+	f, err := open(p)
+	if err != nil {
+		return nil, fmt.Errorf("locking GPU %s (%s): %w", gpu, device, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if err == syscall.EWOULDBLOCK {
+			b, _ := os.ReadFile(p)
+			return nil, &Busy{GPU: gpu, Device: device, Holder: strings.TrimSpace(string(b))}
+		}
+		return nil, fmt.Errorf("locking GPU %s (%s): %w", gpu, device, err)
+	}
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt([]byte(holder()+"\n"), 0)
+	}
+	return &Held{f: f}, nil
+}
+
+// Lock takes kind's lock of device's GPU, waiting while another process holds it; waiting, when
+// not nil, is told once who holds it. It fails only when ctx ends first or the lock file cannot
+// be opened.
+func Lock(ctx context.Context, kind, device string, waiting func(*Busy)) (*Held, error) {
+	told := false
+	for {
+		h, err := TryLock(kind, device)
+		b, busy := err.(*Busy)
+		if !busy {
+			return h, err
+		}
+		if !told && waiting != nil {
+			waiting(b)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// open opens (creating) a lock file that every user of the host can lock: flock needs only a
+// descriptor, so a file another user created, which this one cannot write, is opened read-only.
+func open(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o666)
+	if err == nil {
+		_ = f.Chmod(0o666) // whatever the umask: the next user must open it too
+		return f, nil
+	}
+	if os.IsPermission(err) {
+		return os.Open(p)
+	}
+	return nil, err
+}
+
+// holder says who holds a lock: this process and the command that started it (an evaluation
+// runs in a target plugin, whose own command line says little).
+func holder() string {
+	s := fmt.Sprintf("pid %d", os.Getpid())
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", os.Getppid())); err == nil && len(b) > 0 {
+		cmd := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+		if len(cmd) > 200 {
+			cmd = cmd[:200] + "..."
+		}
+		s += fmt.Sprintf(", started by pid %d: %s", os.Getppid(), cmd)
+	}
+	return s
+}

@@ -1,0 +1,127 @@
+package gpulock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each test gets a lock folder of its own, so tests of other packages (and other runs) on this
+// host never meet its locks.
+func setup(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("CUDA_VISIBLE_DEVICES", "")
+	t.Setenv("SLURM_JOB_ID", "")
+}
+
+// A second holder of one GPU waits until the first gives it back, is told who holds it, and
+// another GPU or the other kind of lock is not held up. flock(2) locks belong to an open file,
+// so two opens in one process conflict exactly as two processes do.
+func TestLockWaitsForTheHolder(t *testing.T) {
+	setup(t)
+	first, err := Lock(context.Background(), Eval, "cuda:0", nil)
+	if err != nil || first == nil {
+		t.Fatalf("first lock: %v", err)
+	}
+	if b, err := os.ReadFile(path(Eval, "0")); err != nil || !strings.HasPrefix(string(b), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("lock file says %q (%v), want this process", b, err)
+	}
+	for _, other := range []struct{ kind, device string }{{Eval, "cuda:1"}, {Worker, "cuda:0"}} {
+		h, err := TryLock(other.kind, other.device)
+		if err != nil {
+			t.Fatalf("%s lock of %s: %v", other.kind, other.device, err)
+		}
+		h.Release()
+	}
+	var told *Busy
+	got := make(chan error, 1)
+	var second *Held
+	go func() {
+		var err error
+		second, err = Lock(context.Background(), Eval, "cuda:0", func(b *Busy) { told = b })
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("the second lock was taken while the first was held: %v", err)
+	case <-time.After(5 * poll):
+	}
+	first.Release()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second lock was not taken after the first was given back")
+	}
+	defer second.Release()
+	if told == nil || told.GPU != "0" || !strings.Contains(told.Holder, "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("the waiter was told %+v", told)
+	}
+	if _, err := TryLock(Eval, "cuda:0"); !errors.As(err, new(*Busy)) || !strings.Contains(err.Error(), "GPU 0 (cuda:0)") {
+		t.Fatalf("TryLock of a held GPU: %v", err)
+	}
+}
+
+// A waiter stops when its context ends; the CPU is never locked.
+func TestLockCancelAndCPU(t *testing.T) {
+	setup(t)
+	h, err := TryLock(Eval, "cuda:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*poll)
+	defer cancel()
+	if _, err := Lock(ctx, Eval, "cuda:0", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a waiter whose context ended: %v", err)
+	}
+	for range 2 {
+		c, err := Lock(context.Background(), Eval, "cpu", nil)
+		if err != nil || c != nil {
+			t.Fatalf("cpu: %v %v", c, err)
+		}
+		c.Release() // a nil Held releases nothing
+	}
+}
+
+// cuda:N counts within CUDA_VISIBLE_DEVICES, so two processes that see one GPU under different
+// numbers meet on one lock; under Slurm, only the processes of one job do.
+func TestPhysical(t *testing.T) {
+	setup(t)
+	t.Setenv("CUDA_VISIBLE_DEVICES", "5, GPU-1a2b")
+	for device, want := range map[string]string{"cuda:0": "5", "cuda:1": "GPU-1a2b", "cuda:2": "2"} {
+		if got, ok := Physical(device); !ok || got != want {
+			t.Errorf("%s: %q, want %q", device, got, want)
+		}
+	}
+	h, err := TryLock(Eval, "cuda:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CUDA_VISIBLE_DEVICES", "")
+	if _, err := TryLock(Eval, "cuda:5"); !errors.As(err, new(*Busy)) {
+		t.Fatalf("cuda:5 seen without CUDA_VISIBLE_DEVICES is GPU 5, held as cuda:0 of 5,...: %v", err)
+	}
+	h.Release()
+	t.Setenv("SLURM_JOB_ID", "41")
+	a, err := TryLock(Eval, "cuda:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	t.Setenv("SLURM_JOB_ID", "42")
+	b, err := TryLock(Eval, "cuda:0")
+	if err != nil {
+		t.Fatalf("cuda:0 of another Slurm job: %v", err)
+	}
+	b.Release()
+	if _, ok := Physical("cpu"); ok {
+		t.Error("cpu is not a GPU")
+	}
+}
