@@ -65,7 +65,8 @@ func sparesWanted(role string) int {
 // far ahead a spare must start depends on the host's import time and on how much of each
 // evaluation is not a timing, which only the run knows; so a key whose spare was taken before it
 // was ready keeps one more from then on (spareLimit at most), and a key whose spares are always
-// ready (a batch on one task) keeps what it began with.
+// ready (a batch on one task) keeps what it began with. On the same H100, the same 74 tasks went
+// from 3.8 to 2.4 s a task (docs/benchmarks.md, 2026-12-07).
 
 // spareLimit is the most spares kept per key on a host with cpus cores: half of them, for each
 // importing spare takes a core outside the timing phases, at most eight, and never fewer than a
@@ -199,9 +200,13 @@ func (e *Evaluator) workerProcess(ctx context.Context, role, device string) (*wo
 	return e.newWorker(role, device)
 }
 
+// spareLate is the shortest wait for a spare that counts as its imports being late; a shorter one
+// is its last reply in flight (the H100 showed waits of 0.0 s among the 0.3-4.3 s ones).
+const spareLate = 200 * time.Millisecond
+
 // takeSpare waits for spare s of key to finish its imports and returns its process, or false when
-// it failed or ctx ended first. A spare not ready when taken means the spares of key start too
-// late: key keeps one more from then on, up to spareLimit.
+// it failed or ctx ended first. A spare not ready when taken (for spareLate or longer) means the
+// spares of key start too late: key keeps one more from then on, up to spareLimit.
 func (e *Evaluator) takeSpare(ctx context.Context, role, key string, s *spare) (*workerProc, bool) {
 	select {
 	case <-s.ready:
@@ -212,14 +217,16 @@ func (e *Evaluator) takeSpare(ctx context.Context, role, key string, s *spare) (
 		case <-ctx.Done():
 			return nil, false
 		}
-		e.mu.Lock()
-		kept := e.sparesKept(role, key)
-		if kept < e.spareLimit(role) {
-			kept++
-			e.spareDepths[key] = kept
+		if waited := time.Since(t0); waited >= spareLate {
+			e.mu.Lock()
+			kept := e.sparesKept(role, key)
+			if kept < e.spareLimit(role) {
+				kept++
+				e.spareDepths[key] = kept
+			}
+			e.mu.Unlock()
+			e.progress("%s process: waited %.1f s for a spare's imports; keeping %d spare %s processes from now on", role, waited.Seconds(), kept, role)
 		}
-		e.mu.Unlock()
-		e.progress("%s process: waited %.1f s for a spare's imports; keeping %d spare %s processes from now on", role, time.Since(t0).Seconds(), kept, role)
 	}
 	if s.err != nil || s.c.p.exited() {
 		return nil, false
