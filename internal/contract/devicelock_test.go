@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -71,4 +72,19 @@ func TestDeviceLockAcrossEvaluators(t *testing.T) {
 		t.Fatal(err)
 	}
 	again()
+}
+
+// A GPU whose lock cannot be taken (a temporary folder that does not exist) is a harness error
+// that says why, before any process starts; not an interruption.
+func TestDeviceLockUnavailable(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	e := newEvaluator(t, nil)
+	res := e.Evaluate(context.Background(), loadTask(t, "scale_relu"), loadKernel(t, "honest_torch"), "cuda:0", nil)
+	if res.Verdict != VerdictError || res.ErrorClass != ClassHarness || !strings.Contains(res.Message, "locking GPU 0 (cuda:0)") {
+		t.Fatalf("%s %s %q", res.Verdict, res.ErrorClass, res.Message)
+	}
+	v := e.Validate(context.Background(), loadTask(t, "scale_relu"), "cuda:0")
+	if v.OK || len(v.Errors) != 1 || !strings.HasPrefix(v.Errors[0], "locking GPU 0 (cuda:0)") {
+		t.Fatalf("validation: %+v", v)
+	}
 }

@@ -56,6 +56,9 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	giveBack, err := e.takeDevice(ctx, device)
 	if err != nil {
 		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassInterrupted, "stopped while waiting for "+device
+		if ctx.Err() == nil { // the GPU's lock file could not be opened
+			res.ErrorClass, res.Message = ClassHarness, err.Error()
+		}
 		res.FinishedAt = time.Now().UTC()
 		return res
 	}

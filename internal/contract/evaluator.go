@@ -88,7 +88,8 @@ func (e *Evaluator) deviceSlot(device string) chan struct{} {
 // takeDevice waits for the device's slot, and for a GPU its host-wide evaluation lock (gpulock):
 // another process's evaluation on the same GPU (a second kbplatform command, a cluster worker)
 // would time its kernels into this one's numbers. The returned func gives both back. It fails
-// only when ctx ends first.
+// when ctx ends first, or when the GPU's lock file cannot be opened (a temporary folder this
+// process cannot write).
 func (e *Evaluator) takeDevice(ctx context.Context, device string) (func(), error) {
 	slot := e.deviceSlot(device)
 	select {
