@@ -54,10 +54,10 @@ func Physical(device string) (name string, ok bool) {
 	return name, true
 }
 
-var unsafe = regexp.MustCompile(`[^A-Za-z0-9_=.-]+`)
+var notInName = regexp.MustCompile(`[^A-Za-z0-9_=.-]+`)
 
 func path(kind, gpu string) string {
-	return filepath.Join(os.TempDir(), "kbplatform-"+kind+"-gpu-"+unsafe.ReplaceAllString(gpu, "_")+".lock")
+	return filepath.Join(os.TempDir(), "kbplatform-"+kind+"-gpu-"+notInName.ReplaceAllString(gpu, "_")+".lock")
 }
 
 // Held is a lock taken; Release gives it back.
