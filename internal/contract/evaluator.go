@@ -57,9 +57,12 @@ type shared struct {
 	devices map[string]chan struct{}
 	spares  map[string][]*spare
 	// spareDepths is, per worker key, how many spares it keeps once one was taken before it was
-	// ready (spare.go); spareCap, when set (tests), replaces the host's spareLimit.
+	// ready (spare.go); spareCap, when set (tests), replaces the host's spareLimit. Both are read
+	// and written under mu.
 	spareDepths map[string]int
 	spareCap    int
+	// memInfo reads /proc/meminfo's fields (footprint.MemInfo; tests replace it).
+	memInfo func(field string) (int64, error)
 	// compiles remembers the sources compiled OK, by compileKey.
 	compiles map[string]*compileEntry
 	// ipc is, per device, whether its reference processes can map a candidate's outputs (CUDA

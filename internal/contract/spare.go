@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/kbplatform/kbplatform/internal/footprint"
 )
 
 // Every evaluation runs its candidate in a new process, and a new process pays the import of
@@ -219,13 +221,18 @@ func (e *Evaluator) takeSpare(ctx context.Context, role, key string, s *spare) (
 		}
 		if waited := time.Since(t0); waited >= spareLate {
 			e.mu.Lock()
-			kept := e.sparesKept(role, key)
-			if kept < e.spareLimit(role) {
+			kept, why := e.sparesKept(role, key), ""
+			switch {
+			case kept >= e.spareLimit(role):
+				why = " (the most this host keeps)"
+			case !e.memoryRoom():
+				why = " (no more: less than a quarter of the host's memory is available)"
+			default:
 				kept++
 				e.spareDepths[key] = kept
 			}
 			e.mu.Unlock()
-			e.progress("%s process: waited %.1f s for a spare's imports; keeping %d spare %s processes from now on", role, waited.Seconds(), kept, role)
+			e.progress("%s process: waited %.1f s for a spare's imports; keeping %d spare %s processes from now on%s", role, waited.Seconds(), kept, role, why)
 		}
 	}
 	if s.err != nil || s.c.p.exited() {
@@ -233,6 +240,19 @@ func (e *Evaluator) takeSpare(ctx context.Context, role, key string, s *spare) (
 	}
 	e.progress("%s process: a spare, started during an earlier evaluation", role)
 	return s.c, true
+}
+
+// memoryRoom says whether the host has memory for one more spare: a quarter of its memory still
+// available. An idle spare holds its imports (a few hundred MB of anonymous memory with torch,
+// torch._dynamo and triton), so the deepest queues (16 spares on one GPU) would take several GiB
+// from a workstation's evaluations. A host that does not say (no /proc/meminfo) has room.
+func (e *Evaluator) memoryRoom() bool {
+	if e.memInfo == nil {
+		e.memInfo = footprint.MemInfo
+	}
+	avail, err1 := e.memInfo("MemAvailable")
+	total, err2 := e.memInfo("MemTotal")
+	return err1 != nil || err2 != nil || avail >= total/4
 }
 
 // spareLimit is spareLimit for this host, or the limit a test set.

@@ -127,8 +127,9 @@ func TestSpareProcesses(t *testing.T) {
 }
 
 // TestSpareDepthGrows checks that a key whose spare is taken before its imports finished keeps one
-// more spare from then on, up to its limit; that a spare taken ready changes nothing; and that the
-// run says so. The slow spare is a real process whose readiness the test holds back a second.
+// more spare from then on, up to its limit and while the host has memory; that a spare taken
+// ready changes nothing; and that the run says so. The slow spare is a real process whose
+// readiness the test holds back a second.
 func TestSpareDepthGrows(t *testing.T) {
 	e := newEvaluator(t, nil)
 	var mu sync.Mutex
@@ -162,17 +163,17 @@ func TestSpareDepthGrows(t *testing.T) {
 		}()
 		return s
 	}
-	waits := func() (n int) {
+	waits := func() (n int, last string) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range msgs {
 			if strings.HasPrefix(m, "reference process: waited") {
-				n++
+				n, last = n+1, m
 			}
 		}
-		return n
+		return n, last
 	}
-	take := func(front *spare, wantDepth, wantWaits int) {
+	take := func(front *spare, wantDepth, wantWaits int, wantSaid string) {
 		t.Helper()
 		if front != nil {
 			e2.mu.Lock()
@@ -195,20 +196,37 @@ func TestSpareDepthGrows(t *testing.T) {
 		if depth != wantDepth || kept != wantDepth || candidateGrew {
 			t.Fatalf("after a take: depth %d, %d spares kept, want %d", depth, kept, wantDepth)
 		}
-		if got := waits(); got != wantWaits {
-			t.Fatalf("%d waits said, want %d", got, wantWaits)
+		if got, last := waits(); got != wantWaits || !strings.HasSuffix(last, wantSaid) {
+			t.Fatalf("%d waits said, want %d; the last %q, want it to end %q", got, wantWaits, last, wantSaid)
 		}
 	}
 	// Taken before it was ready: one more from now on.
-	take(slow(), spareReferences+1, 1)
+	take(slow(), spareReferences+1, 1, "from now on")
 	// Again, at the limit: no more.
-	take(slow(), spareReferences+1, 2)
+	take(slow(), spareReferences+1, 2, "(the most this host keeps)")
 	// Taken ready: nothing changes and nothing is said.
 	e2.mu.Lock()
 	front := e2.spares[key][0]
 	e2.mu.Unlock()
 	<-front.ready
-	take(nil, spareReferences+1, 2)
+	take(nil, spareReferences+1, 2, "(the most this host keeps)")
+	// Below the limit but short of memory (less than a quarter of it available): no more either;
+	// with memory again, one more.
+	e2.mu.Lock()
+	e2.spareCap = spareReferences + 3
+	avail := int64(1 << 30)
+	e2.memInfo = func(field string) (int64, error) {
+		if field == "MemAvailable" {
+			return avail, nil
+		}
+		return 8 << 30, nil
+	}
+	e2.mu.Unlock()
+	take(slow(), spareReferences+1, 3, "less than a quarter of the host's memory is available)")
+	e2.mu.Lock()
+	avail = 4 << 30
+	e2.mu.Unlock()
+	take(slow(), spareReferences+2, 4, "from now on")
 	// A small host keeps the fixed depth; a large one at most eight a key.
 	if spareLimit("reference", 2) != spareReferences || spareLimit("candidate", 2) != spareDepth || spareLimit("candidate", 128) != 8 || spareLimit("reference", 16) != 8 {
 		t.Fatal("spareLimit")

@@ -99,13 +99,16 @@ func lastLine(s string) string {
 }
 
 // TotalRAM reads the machine's memory from /proc/meminfo.
-func TotalRAM() (int64, error) {
+func TotalRAM() (int64, error) { return MemInfo("MemTotal") }
+
+// MemInfo reads one field of /proc/meminfo (MemTotal, MemAvailable, ...) in bytes.
+func MemInfo(field string) (int64, error) {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+		if rest, ok := strings.CutPrefix(l, field+":"); ok {
 			f := strings.Fields(rest)
 			if len(f) >= 1 {
 				kb, err := strconv.ParseInt(f[0], 10, 64)
@@ -113,7 +116,7 @@ func TotalRAM() (int64, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
+	return 0, fmt.Errorf("no %s in /proc/meminfo", field)
 }
 
 // GiB formats bytes for messages.

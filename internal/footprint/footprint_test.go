@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +67,20 @@ func TestProbe(t *testing.T) {
 				t.Fatalf("got %+v, want inputs %d params %d output %d", e, tc.inputs, tc.params, tc.output)
 			}
 		})
+	}
+}
+
+// MemInfo reads /proc/meminfo's fields in bytes, and says so when a field is not there.
+func TestMemInfo(t *testing.T) {
+	total, err := TotalRAM()
+	if err != nil || total < 1<<20 {
+		t.Fatalf("MemTotal %d: %v", total, err)
+	}
+	avail, err := MemInfo("MemAvailable")
+	if err != nil || avail <= 0 || avail > total {
+		t.Fatalf("MemAvailable %d of %d: %v", avail, total, err)
+	}
+	if _, err := MemInfo("NoSuchField"); err == nil || !strings.Contains(err.Error(), "no NoSuchField in /proc/meminfo") {
+		t.Fatalf("a missing field: %v", err)
 	}
 }
