@@ -243,9 +243,10 @@ func (e *Evaluator) takeSpare(ctx context.Context, role, key string, s *spare) (
 }
 
 // memoryRoom says whether the host has memory for one more spare: a quarter of its memory still
-// available. An idle spare holds its imports (a few hundred MB of anonymous memory with torch,
-// torch._dynamo and triton), so the deepest queues (16 spares on one GPU) would take several GiB
-// from a workstation's evaluations. A host that does not say (no /proc/meminfo) has room.
+// available. An idle spare holds its imports (115 MB of anonymous memory for torch 1.13 on the
+// development VM; more for a CUDA build with torch._dynamo and triton), so the deepest queues (16
+// spares on one GPU) could take GiBs from a workstation's evaluations. A host that does not say
+// (no /proc/meminfo) has room. Callers hold e.mu.
 func (e *Evaluator) memoryRoom() bool {
 	if e.memInfo == nil {
 		e.memInfo = footprint.MemInfo
