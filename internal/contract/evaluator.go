@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kbplatform/kbplatform/internal/contract/worker"
+	"github.com/kbplatform/kbplatform/internal/footprint"
 	"github.com/kbplatform/kbplatform/internal/gpulock"
 	"github.com/kbplatform/kbplatform/internal/pyenv"
 	"github.com/kbplatform/kbplatform/sdk"
@@ -57,7 +58,7 @@ type shared struct {
 	devices map[string]chan struct{}
 	spares  map[string][]*spare
 	// spareDepths is, per worker key, how many spares it keeps once one was taken before it was
-	// ready (spare.go); spareCap, when set (tests), replaces the host's spareLimit. Both are read
+	// ready (spare.go); spareCap, when set (tests), replaces hostSpareLimit. Both are read
 	// and written under mu.
 	spareDepths map[string]int
 	spareCap    int
@@ -136,7 +137,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, spareDepths: map[string]int{}, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, spareDepths: map[string]int{}, memInfo: footprint.MemInfo, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that

@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"time"
-
-	"github.com/kbplatform/kbplatform/internal/footprint"
 )
 
 // Every evaluation runs its candidate in a new process, and a new process pays the import of
@@ -70,11 +68,11 @@ func sparesWanted(role string) int {
 // ready (a batch on one task) keeps what it began with. On the same H100, the same 74 tasks went
 // from 3.8 to 2.4 s a task (docs/benchmarks.md, 2026-12-07).
 
-// spareLimit is the most spares kept per key on a host with cpus cores: half of them, for each
+// hostSpareLimit is the most spares kept per key on a host with cpus cores: half of them, for each
 // importing spare takes a core outside the timing phases, at most eight, and never fewer than a
 // role begins with (a small host keeps the fixed depth). It is per key, so per device: each
 // device's evaluations take their own spares.
-func spareLimit(role string, cpus int) int {
+func hostSpareLimit(role string, cpus int) int {
 	return max(sparesWanted(role), min(8, cpus/2))
 }
 
@@ -246,20 +244,17 @@ func (e *Evaluator) takeSpare(ctx context.Context, role, key string, s *spare) (
 // available. An idle spare holds its imports (115 MB of anonymous memory for torch 1.13 on the
 // development VM; more for a CUDA build with torch._dynamo and triton), so the deepest queues (16
 // spares on one GPU) could take GiBs from a workstation's evaluations. A host that does not say
-// (no /proc/meminfo) has room. Callers hold e.mu.
+// (no /proc/meminfo) has room.
 func (e *Evaluator) memoryRoom() bool {
-	if e.memInfo == nil {
-		e.memInfo = footprint.MemInfo
-	}
 	avail, err1 := e.memInfo("MemAvailable")
 	total, err2 := e.memInfo("MemTotal")
 	return err1 != nil || err2 != nil || avail >= total/4
 }
 
-// spareLimit is spareLimit for this host, or the limit a test set.
+// spareLimit is hostSpareLimit for this host, or the limit a test set.
 func (e *Evaluator) spareLimit(role string) int {
 	if e.spareCap > 0 {
 		return max(sparesWanted(role), e.spareCap)
 	}
-	return spareLimit(role, runtime.NumCPU())
+	return hostSpareLimit(role, runtime.NumCPU())
 }

@@ -233,7 +233,7 @@ func TestSpareDepthGrows(t *testing.T) {
 	e2.mu.Unlock()
 	take(slow(), spareReferences+2, 4, "from now on")
 	// A small host keeps the fixed depth; a large one at most eight a key.
-	if spareLimit("reference", 2) != spareReferences || spareLimit("candidate", 2) != spareDepth || spareLimit("candidate", 128) != 8 || spareLimit("reference", 16) != 8 {
-		t.Fatal("spareLimit")
+	if hostSpareLimit("reference", 2) != spareReferences || hostSpareLimit("candidate", 2) != spareDepth || hostSpareLimit("candidate", 128) != 8 || hostSpareLimit("reference", 16) != 8 {
+		t.Fatal("hostSpareLimit")
 	}
 }

@@ -23,11 +23,11 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	// A validation runs the reference on the device like an evaluation does, and may share its
 	// reference process: it waits for the device's slot too.
 	giveBack, err := e.takeDevice(ctx, device)
-	if err != nil && ctx.Err() == nil { // the GPU's lock file could not be opened
-		return fail(err.Error())
-	}
 	if err != nil {
-		return fail("stopped while waiting for " + device + ": " + err.Error())
+		if ctx.Err() != nil { // else the GPU's lock file could not be opened, and err says so
+			err = fmt.Errorf("stopped while waiting for %s: %w", device, err)
+		}
+		return fail(err.Error())
 	}
 	defer giveBack()
 	ref, err := e.reference(ctx, t, device, "eager")
