@@ -28,8 +28,9 @@ const (
 )
 
 // poll is how often a waiting Lock tries again. flock(2) has no timeout, and a blocked call cannot
-// be cancelled, so a waiter polls; an evaluation lasts seconds, a tenth of one is noise.
-const poll = 100 * time.Millisecond
+// be cancelled, so a waiter polls. When the GPU changes hands the lock lies free for up to one
+// poll: 25 ms against evaluations of seconds, for a try that costs microseconds.
+const poll = 25 * time.Millisecond
 
 // Physical names the GPU behind device on this host: "N" for cuda:N, or the Nth entry of
 // CUDA_VISIBLE_DEVICES when it is set (cuda:N counts within it). Under Slurm the name is kept to
@@ -58,6 +59,11 @@ var notInName = regexp.MustCompile(`[^A-Za-z0-9_=.-]+`)
 
 func path(kind, gpu string) string {
 	return filepath.Join(os.TempDir(), "kbplatform-"+kind+"-gpu-"+notInName.ReplaceAllString(gpu, "_")+".lock")
+}
+
+// queuePath is the file beside a lock on which its waiters hold a shared lock while they wait.
+func queuePath(kind, gpu string) string {
+	return strings.TrimSuffix(path(kind, gpu), ".lock") + ".queue"
 }
 
 // Held is a lock taken; Release gives it back.
@@ -110,15 +116,42 @@ func TryLock(kind, device string) (*Held, error) {
 }
 
 // Lock takes kind's lock of device's GPU, waiting while another process holds it; waiting, when
-// not nil, is told once who holds it. It fails only when ctx ends first or the lock file cannot
-// be opened.
+// not nil, is told once who holds it. It fails only when ctx ends first or a lock file cannot be
+// opened.
+//
+// Waiting processes take turns with the holder. A process that gives the lock back and asks for it
+// again at once (the next evaluation of a batch, microseconds later) would otherwise win it every
+// time against a waiter that tries once a poll, and a command started beside a baseline would
+// wait for the whole baseline. So a waiter announces itself with a shared lock on the GPU's queue
+// file, and Lock takes the GPU at once only when nobody is queued; else it queues too, and the
+// GPU goes to whichever waiter tries first after it is given back.
 func Lock(ctx context.Context, kind, device string, waiting func(*Busy)) (*Held, error) {
-	told := false
+	gpu, ok := Physical(device)
+	if !ok {
+		return nil, nil
+	}
+	q, err := open(queuePath(kind, gpu))
+	if err != nil {
+		return nil, fmt.Errorf("locking GPU %s (%s): %w", gpu, device, err)
+	}
+	defer q.Close() // drops this process's place in the queue, if it took one
+	queued, told := false, false
 	for {
-		h, err := TryLock(kind, device)
-		b, busy := err.(*Busy)
-		if !busy {
-			return h, err
+		var b *Busy
+		if queued || !othersQueued(q) {
+			h, err := TryLock(kind, device)
+			var busy bool
+			if b, busy = err.(*Busy); !busy {
+				return h, err
+			}
+		} else {
+			last, _ := os.ReadFile(path(kind, gpu)) // who holds it now, or held it last
+			b = &Busy{GPU: gpu, Device: device, Holder: strings.TrimSpace(string(last)) + "; another process waits for it first"}
+		}
+		if !queued {
+			// Fails only while another process looks at the queue (othersQueued), for
+			// microseconds: the next round tries again.
+			queued = syscall.Flock(int(q.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil
 		}
 		if !told && waiting != nil {
 			waiting(b)
@@ -130,6 +163,16 @@ func Lock(ctx context.Context, kind, device string, waiting func(*Busy)) (*Held,
 		case <-time.After(poll):
 		}
 	}
+}
+
+// othersQueued says whether any process holds a place in the queue q: a place is a shared lock,
+// which an exclusive try cannot take while one exists. The try is given back at once.
+func othersQueued(q *os.File) bool {
+	if err := syscall.Flock(int(q.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(q.Fd()), syscall.LOCK_UN)
+	return false
 }
 
 // open opens (creating) a lock file that every user of the host can lock: flock needs only a

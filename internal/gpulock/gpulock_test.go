@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -66,6 +67,66 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 	if _, err := TryLock(Eval, "cuda:0"); !errors.As(err, new(*Busy)) || !strings.Contains(err.Error(), "GPU 0 (cuda:0)") {
 		t.Fatalf("TryLock of a held GPU: %v", err)
 	}
+}
+
+// A holder that gives the GPU back and asks for it again at once, as a batch's next evaluation
+// does, lets a waiter have its turn: without the queue the waiter, trying once a poll, would
+// almost never find the microsecond in which the lock is free, and would wait for the batch's end.
+func TestLockTakesTurns(t *testing.T) {
+	setup(t)
+	const rounds = 30
+	turns := make(chan int, rounds) // the holder's round during which the waiter got the GPU
+	var round atomic.Int32
+	go func() {
+		time.Sleep(3 * poll) // the holder's loop below is under way
+		h, err := Lock(context.Background(), Eval, "cuda:0", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		turns <- int(round.Load())
+		h.Release()
+	}()
+	for i := range rounds {
+		round.Store(int32(i))
+		h, err := Lock(context.Background(), Eval, "cuda:0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(poll) // an evaluation
+		h.Release()
+		select {
+		case r := <-turns:
+			if r > 10 {
+				t.Fatalf("the waiter got the GPU only during the holder's round %d", r)
+			}
+			return
+		default:
+		}
+	}
+	t.Fatalf("the waiter did not get the GPU in %d rounds of the holder", rounds)
+}
+
+// A waiter that stops waiting gives up its place in the queue: the holder's next Lock is not held
+// up by it.
+func TestLockQueueLeftByACancelledWaiter(t *testing.T) {
+	setup(t)
+	h, err := Lock(context.Background(), Eval, "cuda:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*poll)
+	defer cancel()
+	if _, err := Lock(ctx, Eval, "cuda:0", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a waiter whose context ended: %v", err)
+	}
+	h.Release()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), poll/2)
+	defer cancel2()
+	h, err = Lock(ctx2, Eval, "cuda:0", nil)
+	if err != nil {
+		t.Fatalf("the GPU is free and nobody waits, yet Lock waited: %v", err)
+	}
+	h.Release()
 }
 
 // A waiter stops when its context ends; the CPU is never locked.
