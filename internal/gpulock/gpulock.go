@@ -137,16 +137,13 @@ func Lock(ctx context.Context, kind, device string, waiting func(*Busy)) (*Held,
 	defer q.Close() // drops this process's place in the queue, if it took one
 	queued, told := false, false
 	for {
-		var b *Busy
+		var b *Busy // nil when this round deferred to a queued waiter without trying
 		if queued || !othersQueued(q) {
 			h, err := TryLock(kind, device)
 			var busy bool
 			if b, busy = err.(*Busy); !busy {
 				return h, err
 			}
-		} else {
-			last, _ := os.ReadFile(path(kind, gpu)) // who holds it now, or held it last
-			b = &Busy{GPU: gpu, Device: device, Holder: strings.TrimSpace(string(last)) + "; another process waits for it first"}
 		}
 		if !queued {
 			// Fails only while another process looks at the queue (othersQueued), for
@@ -154,6 +151,10 @@ func Lock(ctx context.Context, kind, device string, waiting func(*Busy)) (*Held,
 			queued = syscall.Flock(int(q.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil
 		}
 		if !told && waiting != nil {
+			if b == nil {
+				last, _ := os.ReadFile(path(kind, gpu)) // who holds it now, or held it last
+				b = &Busy{GPU: gpu, Device: device, Holder: strings.TrimSpace(string(last)) + "; another process waits for it first"}
+			}
 			waiting(b)
 			told = true
 		}

@@ -106,6 +106,43 @@ func TestLockTakesTurns(t *testing.T) {
 	t.Fatalf("the waiter did not get the GPU in %d rounds of the holder", rounds)
 }
 
+// A process that finds another already waiting waits behind it without trying the lock, and is
+// told who holds the GPU and that someone waits first.
+func TestLockBehindAQueuedWaiter(t *testing.T) {
+	setup(t)
+	h, err := Lock(context.Background(), Eval, "cuda:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan *Held, 1)
+	go func() {
+		w, _ := Lock(ctx, Eval, "cuda:0", nil)
+		first <- w
+	}()
+	time.Sleep(3 * poll) // the first waiter has queued
+	var told *Busy
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*poll)
+	defer cancel2()
+	if _, err := Lock(ctx2, Eval, "cuda:0", func(b *Busy) { told = b }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the second waiter: %v", err)
+	}
+	if told == nil || !strings.HasPrefix(told.Holder, "pid "+strconv.Itoa(os.Getpid())) || !strings.HasSuffix(told.Holder, "another process waits for it first") {
+		t.Fatalf("the second waiter was told %+v", told)
+	}
+	h.Release()
+	select {
+	case w := <-first:
+		if w == nil {
+			t.Fatal("the first waiter did not get the GPU")
+		}
+		w.Release()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first waiter did not get the GPU after it was given back")
+	}
+}
+
 // A waiter that stops waiting gives up its place in the queue: the holder's next Lock is not held
 // up by it.
 func TestLockQueueLeftByACancelledWaiter(t *testing.T) {
