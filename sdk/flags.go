@@ -11,8 +11,8 @@ type Flag struct {
 }
 
 // Flag names. Static checks raise FlagTorchDelegation; the contract's correctness trials raise
-// FlagInputInsensitive; its timing raises FlagTimingUnresolved; its runtime evidence raises the
-// others.
+// FlagInputInsensitive; its timing raises FlagTimingUnresolved and FlagGPUShared; its runtime
+// evidence raises the others.
 const (
 	// FlagTorchDelegation: the candidate's forward reaches the PyTorch operators it was asked to
 	// replace (directly, through aliases or helpers, or as a fallback).
@@ -29,11 +29,16 @@ const (
 	// the second half of the timed calls: the two sides' speeds changed apart from each other,
 	// which alternating the calls cannot cancel. It is a remark on the measurement, not on the kernel (MeasurementFlag).
 	FlagTimingUnresolved = "timing_unresolved"
+	// FlagGPUShared: a program outside kbplatform held a context on the GPU when the timed calls
+	// started or ended. Its kernels, if it ran any, shared the SMs and the memory bandwidth with
+	// the timed calls, which nothing in kbplatform can stop. A remark on the measurement
+	// (MeasurementFlag).
+	FlagGPUShared = "gpu_shared"
 )
 
 // MeasurementFlag reports whether a flag remarks on how well a result was measured rather than
 // on what the kernel does: the same kernel can get it on one run and not on the next.
-func MeasurementFlag(name string) bool { return name == FlagTimingUnresolved }
+func MeasurementFlag(name string) bool { return name == FlagTimingUnresolved || name == FlagGPUShared }
 
 // HasFlag reports whether the result carries the named flag.
 func (r *Result) HasFlag(name string) bool {

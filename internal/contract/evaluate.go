@@ -292,16 +292,28 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, refere
 		r.res.ModelCompileS = *rep.ModelCompileS
 	}
 
+	// The first look at who else holds the GPU runs beside the correctness trials, which time
+	// nothing; the timed calls start only once it has returned (neighbours.go).
+	before := r.scanNeighbours(device)
 	if !r.correctness() {
+		before.wait()
 		r.finish()
 		r.tf32Hint(k)
 		return
 	}
+	before.wait()
 	r.e.quietSpares(r.timing)
+	after := r.scanNeighbours(device)
 	if r.evidence && r.res.ErrorClass == "" && len(r.res.Tampered) == 0 {
-		// After timing, so that the profiler's setup and teardown cannot touch a timed call.
+		// After timing, so that the profiler's setup and teardown cannot touch a timed call; and
+		// after the second look, so that nvidia-smi does not run beside the profiled forward.
+		after.wait()
 		r.profile(k)
 	}
+	if r.res.Timing != nil {
+		r.judgeNeighbours(device, before, after)
+	}
+	after.wait()
 	r.finish()
 	r.tf32Hint(k)
 }

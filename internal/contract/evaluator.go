@@ -37,6 +37,10 @@ type Options struct {
 	Recipe *sdk.BuildRecipe
 	// HostInfo reads the machine's half of the fingerprint (default: /proc and nvidia-smi).
 	HostInfo func(device string) Fingerprint
+	// GPUProcesses lists the processes that hold a context on a CUDA device, for the check that
+	// no program outside kbplatform shares the GPU with the timed calls (neighbours.go; default:
+	// nvidia-smi).
+	GPUProcesses func(device string) ([]GPUProcess, error)
 	// Spares: start the next evaluation's candidate process ahead (spare.go). Default: on GPUs,
 	// whose hosts have cores to spare; on the CPU a torch import beside a timing would slow it.
 	Spares SpareMode
@@ -136,6 +140,9 @@ func New(opt Options) (*Evaluator, error) {
 	}
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
+	}
+	if opt.GPUProcesses == nil {
+		opt.GPUProcesses = ListGPUProcesses
 	}
 	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, spareDepths: map[string]int{}, memInfo: footprint.MemInfo, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}}}, nil
 }

@@ -3,6 +3,9 @@ package contract
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -179,4 +182,64 @@ func TestGPURuntimeEvidence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGPUNeighbours: a program outside kbplatform that runs kernels on the GPU while a kernel is
+// timed gets the timing flagged gpu_shared, under its process number. The same evaluation before
+// the program starts shows what it did to the timing. Skipped without a GPU.
+func TestGPUNeighbours(t *testing.T) {
+	py := testPython(t)
+	if !py.CUDAAvail {
+		t.Skip("no CUDA device")
+	}
+	e := newEvaluator(t, func(c *Config) {
+		c.CallTimeout = 20 * time.Second
+		c.Seeds = 1
+		c.TimedCalls = 30
+	})
+	task, k := loadTask(t, "scale_relu_big"), loadKernel(t, "gpu_honest")
+	alone := e.Evaluate(context.Background(), task, k, "cuda:0", nil)
+	if alone.Verdict != Pass {
+		t.Fatalf("alone: want pass, got %s %s: %s\n%s", alone.Verdict, alone.ErrorClass, alone.Message, alone.Log)
+	}
+	for _, w := range alone.Warnings {
+		if strings.Contains(w, "PID namespace") || strings.Contains(w, "could not list") {
+			t.Fatalf("no neighbour check on this host: %s", w)
+		}
+	}
+
+	// The stranger: fp32 matmuls, one after another, until it is killed.
+	ready := filepath.Join(t.TempDir(), "ready")
+	stranger := exec.Command(py.Path, "-c", `import sys, torch
+a = torch.randn(4096, 4096, device="cuda")
+(a @ a).sum().item()
+open(sys.argv[1], "w").close()
+while True:
+    a = (a @ a) * 1e-3
+    torch.cuda.synchronize()
+`, ready)
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stranger.Process.Kill(); _ = stranger.Wait() })
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stranger did not start its loop in 2 minutes")
+		}
+	}
+	shared := e.Evaluate(context.Background(), task, k, "cuda:0", nil)
+	if shared.Verdict != Pass {
+		t.Fatalf("shared: want pass, got %s %s: %s\n%s", shared.Verdict, shared.ErrorClass, shared.Message, shared.Log)
+	}
+	reason := shared.FlagReason(sdk.FlagGPUShared)
+	t.Logf("flag %s: %s", sdk.FlagGPUShared, reason)
+	if !strings.Contains(reason, fmt.Sprintf("pid %d ", stranger.Process.Pid)) {
+		t.Errorf("the stranger (pid %d) is not named: flags %v, warnings %q", stranger.Process.Pid, shared.Flags, shared.Warnings)
+	}
+	t.Logf("alone: cand %.4f ms eager %.4f ms (%.3fx), flags %v; beside the stranger: cand %.4f ms eager %.4f ms (%.3fx)",
+		alone.Timing.Candidate.Median, alone.Timing.Reference.Median, alone.Timing.Speedup, alone.Flags,
+		shared.Timing.Candidate.Median, shared.Timing.Reference.Median, shared.Timing.Speedup)
 }
