@@ -146,6 +146,7 @@ no verdict because the task, the platform or the environment failed (as for eval
 					b.Speedup = res.Timing.Speedup
 					b.CompileS = res.ModelCompileS
 					b.Unresolved = res.FlagReason(sdk.FlagTimingUnresolved)
+					b.Shared = res.FlagReason(sdk.FlagGPUShared)
 				} else {
 					b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
 				}
@@ -163,7 +164,10 @@ no verdict because the task, the platform or the environment failed (as for eval
 				if !asJSON {
 					if b.Stats != nil {
 						status := "ok"
-						if b.Unresolved != "" {
+						switch {
+						case b.Shared != "":
+							status = "shared" // timed beside a program outside kbplatform: see the record's flag
+						case b.Unresolved != "":
 							status = "unresolved" // the speedup is not pinned down: see the record's flag
 						}
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%.4f\t%.1f%%\t%.4f\t%.3fx\t%s\t%s\n", t.ID, size, mode, b.Stats.Median, 100*b.Stats.CV, b.Eager.Median, b.Speedup, compileSeconds(b.CompileS), status)

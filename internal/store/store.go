@@ -393,6 +393,9 @@ type Baseline struct {
 	// Unresolved says why the timed calls did not pin Speedup down (the evaluation's
 	// timing_unresolved flag); empty when they did.
 	Unresolved string `json:"unresolved,omitempty"`
+	// Shared names the program outside kbplatform that held the GPU while it was timed (the
+	// evaluation's gpu_shared flag); empty when none did.
+	Shared string `json:"gpu_shared,omitempty"`
 }
 
 func baselineKey(b Baseline) string {
