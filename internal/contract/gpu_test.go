@@ -18,11 +18,7 @@ import (
 // TestGPUContract runs the contract's categories with CUDA candidates on the first GPU. It is
 // skipped without one (CI has none); docs/benchmarks.md records its runs on real GPUs.
 func TestGPUContract(t *testing.T) {
-	py := testPython(t)
-	if !py.CUDAAvail {
-		t.Skip("no CUDA device")
-	}
-	e := newEvaluator(t, func(c *Config) {
+	e := gpuEvaluator(t, func(c *Config) {
 		c.CallTimeout = 20 * time.Second
 		c.Seeds = 2
 		c.TimedCalls = 30
@@ -112,6 +108,15 @@ func TestGPUContract(t *testing.T) {
 	t.Logf("GPU contract results:\n%s", strings.Join(table, "\n"))
 }
 
+// gpuEvaluator is newEvaluator on a host with a CUDA device; the test is skipped without one.
+func gpuEvaluator(t *testing.T, mutate func(*Config)) *Evaluator {
+	t.Helper()
+	if !testPython(t).CUDAAvail {
+		t.Skip("no CUDA device")
+	}
+	return newEvaluator(t, mutate)
+}
+
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
@@ -128,11 +133,7 @@ func firstLine(s string) string {
 // its results through fp16 gets precision_downcast on a pass. Skipped without a GPU (the lead runs
 // it on the H200).
 func TestGPURuntimeEvidence(t *testing.T) {
-	py := testPython(t)
-	if !py.CUDAAvail {
-		t.Skip("no CUDA device")
-	}
-	e := newEvaluator(t, func(c *Config) {
+	e := gpuEvaluator(t, func(c *Config) {
 		c.CallTimeout = 20 * time.Second
 		c.Seeds = 2
 		c.TimedCalls = 20
@@ -188,11 +189,7 @@ func TestGPURuntimeEvidence(t *testing.T) {
 // timed gets the timing flagged gpu_shared, under its process number. The same evaluation before
 // the program starts shows what it did to the timing. Skipped without a GPU.
 func TestGPUNeighbours(t *testing.T) {
-	py := testPython(t)
-	if !py.CUDAAvail {
-		t.Skip("no CUDA device")
-	}
-	e := newEvaluator(t, func(c *Config) {
+	e := gpuEvaluator(t, func(c *Config) {
 		c.CallTimeout = 20 * time.Second
 		c.Seeds = 1
 		c.TimedCalls = 30
@@ -210,7 +207,7 @@ func TestGPUNeighbours(t *testing.T) {
 
 	// The stranger: fp32 matmuls, one after another, until it is killed.
 	ready := filepath.Join(t.TempDir(), "ready")
-	stranger := exec.Command(py.Path, "-c", `import sys, torch
+	stranger := exec.Command(testPython(t).Path, "-c", `import sys, torch
 a = torch.randn(4096, 4096, device="cuda")
 (a @ a).sum().item()
 open(sys.argv[1], "w").close()
