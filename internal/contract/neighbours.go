@@ -155,12 +155,30 @@ func (r *evalRun) judgeNeighbours(device string, looks ...*neighbourLook) {
 }
 
 // kbplatformWorker reports whether a process is a contract worker (this driver's or another
-// kbplatform's on the same host): its command line runs a run.py that sits beside the worker's
-// kbpworker package. Those obey the GPU lock, so their kernels never run beside a timed call.
+// kbplatform's on the same host) or runs below one: its command line, or an ancestor's, runs a
+// run.py that sits beside the worker's kbpworker package. Those obey the GPU lock, so their
+// kernels never run beside a timed call; a helper a worker started (torch.compile's compile
+// workers, say) is one of them.
 func kbplatformWorker(pid int) bool {
+	buf := make([]byte, 512)
+	for depth := 0; pid > 1 && depth < 64; depth++ {
+		if runsWorkerScript(pid) {
+			return true
+		}
+		st, ok := readStatBuf(pid, buf)
+		if !ok {
+			return false // gone, or not visible from here: not known to be one
+		}
+		pid = st.ppid
+	}
+	return false
+}
+
+// runsWorkerScript reports whether a process's command line runs the contract worker's run.py.
+func runsWorkerScript(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
-		return false // gone, or not visible from here: not known to be one
+		return false
 	}
 	for _, arg := range bytes.Split(b, []byte{0}) {
 		if a := string(arg); filepath.Base(a) == "run.py" {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -65,10 +66,19 @@ func TestNeighboursFlagsAProgramOutsideKbplatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(dir, "run.py")
-	if err := os.WriteFile(script, []byte("sleep 60\n"), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte("sleep 60 &\nwait\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	worker := startProc(t, "sh", script, "reference")
+	// What that worker started (a compile worker, say): its child, the sleep.
+	var helper int
+	for deadline := time.Now().Add(5 * time.Second); helper == 0; time.Sleep(5 * time.Millisecond) {
+		if kids := descendants(worker.pid()); len(kids) > 0 {
+			helper = kids[0].pid
+		} else if time.Now().After(deadline) {
+			t.Fatal("the worker's child did not start")
+		}
+	}
 	// A run.py without the package beside it is not a worker.
 	other := t.TempDir()
 	if err := os.WriteFile(filepath.Join(other, "run.py"), []byte("sleep 60\n"), 0o644); err != nil {
@@ -78,7 +88,7 @@ func TestNeighboursFlagsAProgramOutsideKbplatform(t *testing.T) {
 	stranger := startProc(t, "sleep", "60")
 
 	judge := neighbourRun(t, func(ref, cand int) ([]GPUProcess, error) {
-		return []GPUProcess{{ref, "python3", 600}, {cand, "python3", 700}, {worker.pid(), "python3", 500}}, nil
+		return []GPUProcess{{ref, "python3", 600}, {cand, "python3", 700}, {worker.pid(), "python3", 500}, {helper, "compile_worker", 300}}, nil
 	})
 	if res := judge(); len(res.Flags) != 0 || len(res.Warnings) != 0 {
 		t.Fatalf("only kbplatform's processes on the GPU: flags %v, warnings %v", res.Flags, res.Warnings)
