@@ -34,9 +34,12 @@ timing and shown apart (COMPILE s): the compiling first call runs before any tri
 faster), as for kernels. The eager row is an A/A measurement: eager against eager, whose ratio
 shows the platform's timing noise. Results are stored per task, size, platform fingerprint and mode.
 With --missing, only the pairs with no stored verdict on this platform under the current contract
-are timed: a run that was cut short picks up where it stopped.
+are timed: a run that was cut short picks up where it stopped. On the CPU, a task that would not
+fit in memory_share of the host's memory is refused before anything runs (REFUSED) and the
+others are timed.
 Exit status 3 means a mode failed its verdict (it computes something else); 4 means a timing got
-no verdict because the task, the platform or the environment failed (as for eval).`,
+no verdict because the task, the platform or the environment failed (as for eval), or a task was
+refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, reg, err := a.openWithRegistry()
@@ -82,12 +85,18 @@ no verdict because the task, the platform or the environment failed (as for eval
 				}
 				cts = append(cts, ct)
 			}
+			// A task that cannot fit this machine is refused before anything runs and the others are
+			// timed: one task too big for the host must not cost a study the whole origin.
+			refused := map[string]string{}
 			if g := a.guardMemory(device, cts); g != nil {
 				for i, ct := range cts {
 					if why := g.refuse(ct, list[i]); why != "" {
-						return fmt.Errorf("refused, nothing was run: %s", why)
+						refused[list[i].ID] = why
 					}
 				}
+			}
+			if len(refused) == len(list) {
+				return fmt.Errorf("refused, nothing was run: %s", refused[list[0].ID])
 			}
 			progress := a.progressSince(time.Now())
 			out := []store.Baseline{} // printed as [] when nothing was timed (--missing)
@@ -97,6 +106,14 @@ no verdict because the task, the platform or the environment failed (as for eval
 			}
 			var items []baselineItem
 			for _, t := range list {
+				if why := refused[t.ID]; why != "" {
+					if !asJSON {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t-\t-\tREFUSED: %s\n", t.ID, t.PickSize(a.cfg.Size, device), strings.Join(modes, ","), why)
+					} else {
+						a.progress("refused %s: %s", t.ID, why)
+					}
+					continue
+				}
 				size := t.PickSize(a.cfg.Size, device)
 				ct, err := t.Contract(size)
 				if err != nil {
@@ -183,7 +200,10 @@ no verdict because the task, the platform or the environment failed (as for eval
 			} else if err := tw.Flush(); err != nil {
 				return err
 			}
-			return verdictExit(failed, noVerdict, len(out), "baselines")
+			if err := verdictExit(failed, noVerdict, len(out), "baselines"); err != nil || len(refused) == 0 {
+				return err
+			}
+			return exitError{code: exitNoVerdict, msg: fmt.Sprintf("%d of %d tasks refused: they need more memory than this machine allows", len(refused), len(list))}
 		},
 	}
 	cmd.Flags().StringArrayVar(&taskIDs, "task", nil, "task id (repeatable; default: every task of --origin)")

@@ -25,6 +25,8 @@ func TestMemoryGuardRefusesHugeCPUTasks(t *testing.T) {
 	}{
 		{"eval", []string{"eval", "--task", huge, "--kernel", relu}, nil, []string{"refused, nothing was run", "huge", "needs about 8192.0 GiB", "--device cuda:0", "memory_share"}},
 		{"baseline", []string{"baseline", "--task", huge, "--modes", "eager"}, nil, []string{"refused", "--size"}},
+		// Of several tasks, the one that cannot fit is refused and the others are timed.
+		{"baseline times what fits", []string{"baseline", "--task", huge, "--task", small, "--modes", "eager"}, nil, []string{"REFUSED", "needs about 8192.0 GiB", "1 of 2 tasks refused"}},
 		{"validate", []string{"tasks", "validate", huge}, nil, []string{"refused: they need more memory"}},
 		{"a small share refuses a small task", []string{"eval", "--task", small, "--kernel", relu}, map[string]string{"KBP_MEMORY_SHARE": "0.0000000001"}, []string{"refused"}},
 		{"a small task runs", []string{"eval", "--task", small, "--kernel", relu}, nil, nil},
@@ -59,8 +61,9 @@ func TestMemoryGuardRefusesHugeCPUTasks(t *testing.T) {
 			}
 		})
 	}
-	if out, _, _ := run(t, env, "results", "list"); !strings.Contains(out, "1 evaluations") {
-		t.Errorf("only the small task should be stored:\n%s", out)
+	// The small task's eager baseline and its evaluation: nothing of the huge one.
+	if out, _, _ := run(t, env, "results", "list"); !strings.Contains(out, "2 evaluations") || strings.Contains(out, "huge") {
+		t.Errorf("only the small task's baseline and evaluation should be stored:\n%s", out)
 	}
 }
 
