@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kbplatform/kbplatform/internal/contract/worker"
+	"github.com/kbplatform/kbplatform/internal/cudadev"
 	"github.com/kbplatform/kbplatform/internal/footprint"
 	"github.com/kbplatform/kbplatform/internal/gpulock"
 	"github.com/kbplatform/kbplatform/internal/pyenv"
@@ -191,17 +192,16 @@ func deviceEnv(device string) (workerDevice string, env []string, err error) {
 	case device == "cpu":
 		return "cpu", nil, nil
 	case strings.HasPrefix(device, "cuda"):
-		idx := "0"
-		if i := strings.IndexByte(device, ':'); i >= 0 {
-			idx = device[i+1:]
-		}
-		if _, err := strconv.Atoi(idx); err != nil {
+		// cuda:N counts within the caller's CUDA_VISIBLE_DEVICES (cudadev): the worker is given
+		// that GPU alone, so the lock, the fingerprint and the process list all mean its GPU.
+		id, ok := cudadev.HostID(device)
+		if !ok {
 			return "", nil, fmt.Errorf("%w: bad device %q", ErrHarness, device)
 		}
 		// CUDA numbers GPUs fastest first unless told otherwise, NVML and nvidia-smi by PCI bus: on
 		// a host of mixed GPUs cuda:1 of one could be index 0 of the other, and the record would
-		// carry another GPU's fingerprint. PCI order makes the target's cuda:N NVML's index N.
-		return "cuda:0", []string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=" + idx}, nil
+		// carry another GPU's fingerprint. PCI order makes an index NVML's index.
+		return "cuda:0", []string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=" + id}, nil
 	}
 	return "", nil, fmt.Errorf("%w: unknown device %q (want cpu or cuda:N)", ErrHarness, device)
 }

@@ -12,18 +12,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kbplatform/kbplatform/internal/cudadev"
 )
 
 // DefaultHostInfo is what the driver reads about the machine itself: the CPU, the kernel and, for
 // a GPU, what nvidia-smi reports (driver version and clocks at the start of the evaluation).
 func DefaultHostInfo(device string) Fingerprint {
 	fp := BaseHostInfo(device)
-	if strings.HasPrefix(device, "cuda") {
-		idx := "0"
-		if i := strings.IndexByte(device, ':'); i >= 0 {
-			idx = device[i+1:]
-		}
-		for k, v := range nvidiaSMI(idx) {
+	if id, ok := cudadev.HostID(device); ok {
+		for k, v := range nvidiaSMI(id) {
 			fp[k] = v
 		}
 	}

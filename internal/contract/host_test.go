@@ -11,6 +11,7 @@ import (
 // A GPU evaluation's worker sees only its GPU, numbered as NVML numbers it, so that the host's
 // half of the fingerprint describes the same GPU.
 func TestDeviceEnvPCIOrder(t *testing.T) {
+	t.Setenv("CUDA_VISIBLE_DEVICES", "")
 	dev, env, err := deviceEnv("cuda:3")
 	if err != nil || dev != "cuda:0" {
 		t.Fatalf("deviceEnv(cuda:3) = %s, %v", dev, err)
@@ -22,6 +23,23 @@ func TestDeviceEnvPCIOrder(t *testing.T) {
 	}
 	if _, _, err := deviceEnv("cuda:x"); err == nil {
 		t.Error("cuda:x accepted")
+	}
+}
+
+// cuda:N counts within the caller's CUDA_VISIBLE_DEVICES, as it does for torch, the GPU lock and
+// the device list: under CUDA_VISIBLE_DEVICES=3 (a Slurm job's GPU), cuda:0 is GPU 3 and the
+// worker must be given GPU 3, not GPU 0.
+func TestDeviceEnvWithinVisibleDevices(t *testing.T) {
+	for vis, want := range map[string]string{"3": "CUDA_VISIBLE_DEVICES=3", "GPU-8f3c0000-1111, 5": "CUDA_VISIBLE_DEVICES=GPU-8f3c0000-1111"} {
+		t.Setenv("CUDA_VISIBLE_DEVICES", vis)
+		_, env, err := deviceEnv("cuda:0")
+		if err != nil || !slices.Contains(env, want) {
+			t.Errorf("CUDA_VISIBLE_DEVICES=%s, cuda:0: env %v (%v), want %s", vis, env, err, want)
+		}
+	}
+	t.Setenv("CUDA_VISIBLE_DEVICES", "5,7")
+	if _, env, _ := deviceEnv("cuda:1"); !slices.Contains(env, "CUDA_VISIBLE_DEVICES=7") {
+		t.Errorf("CUDA_VISIBLE_DEVICES=5,7, cuda:1: env %v, want GPU 7", env)
 	}
 }
 

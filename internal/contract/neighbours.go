@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kbplatform/kbplatform/internal/cudadev"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
@@ -22,12 +23,12 @@ type GPUProcess struct {
 	UsedMiB int64 // -1 when the driver does not say
 }
 
-// ListGPUProcesses lists the compute processes on a CUDA device through nvidia-smi. The index is
-// the host's (cuda:N is the N-th GPU in PCI bus order, as nvidia-smi numbers them).
+// ListGPUProcesses lists the compute processes on a CUDA device through nvidia-smi, for the GPU
+// the device names on this host (cudadev).
 func ListGPUProcesses(device string) ([]GPUProcess, error) {
-	idx := "0"
-	if i := strings.IndexByte(device, ':'); i >= 0 {
-		idx = device[i+1:]
+	idx, ok := cudadev.HostID(device)
+	if !ok {
+		return nil, fmt.Errorf("not a CUDA device: %q", device)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

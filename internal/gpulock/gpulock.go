@@ -15,10 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kbplatform/kbplatform/internal/cudadev"
 )
 
 // Kinds of lock.
@@ -37,17 +38,11 @@ const poll = 25 * time.Millisecond
 // the job (a job's GPUs are renumbered from 0 and its allocation keeps them to it, so only the
 // processes of one job can meet on one). ok is false for a device that is not a GPU.
 func Physical(device string) (name string, ok bool) {
-	idx, ok := strings.CutPrefix(device, "cuda:")
-	if !ok {
+	if !strings.HasPrefix(device, "cuda:") {
 		return "", false
 	}
-	name = idx
-	if vis := os.Getenv("CUDA_VISIBLE_DEVICES"); vis != "" {
-		if n, err := strconv.Atoi(idx); err == nil {
-			if ids := strings.Split(vis, ","); n >= 0 && n < len(ids) {
-				name = strings.TrimSpace(ids[n])
-			}
-		}
+	if name, ok = cudadev.HostID(device); !ok {
+		name = strings.TrimPrefix(device, "cuda:") // not a number: a name of its own, as given
 	}
 	if job := os.Getenv("SLURM_JOB_ID"); job != "" {
 		name = "slurm-job-" + job + "-" + name

@@ -4,11 +4,13 @@ package local
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/kbplatform/kbplatform/internal/contract"
+	"github.com/kbplatform/kbplatform/internal/cudadev"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
@@ -48,15 +50,27 @@ func hostInfo(device string) sdk.Fingerprint {
 	if !strings.HasPrefix(device, "cuda") {
 		return fp
 	}
-	idx := 0
-	if i := strings.IndexByte(device, ':'); i >= 0 {
-		fmt.Sscanf(device[i+1:], "%d", &idx)
+	// The GPU the device names on this host (cudadev): an NVML index, or a UUID taken from
+	// CUDA_VISIBLE_DEVICES.
+	id, ok := cudadev.HostID(device)
+	if !ok {
+		return contract.DefaultHostInfo(device)
 	}
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
 		return contract.DefaultHostInfo(device) // no NVML: nvidia-smi
 	}
 	defer nvml.Shutdown()
-	d, ret := nvml.DeviceGetHandleByIndex(idx)
+	var d nvml.Device
+	var ret nvml.Return
+	if idx, err := strconv.Atoi(id); err == nil {
+		d, ret = nvml.DeviceGetHandleByIndex(idx)
+	} else {
+		d, ret = nvml.DeviceGetHandleByUUID(id)
+	}
+	if ret != nvml.SUCCESS {
+		return contract.DefaultHostInfo(device)
+	}
+	idx, ret := d.GetIndex()
 	if ret != nvml.SUCCESS {
 		return contract.DefaultHostInfo(device)
 	}
