@@ -78,6 +78,10 @@ type neighbourLook struct {
 	done  chan struct{}
 	procs []GPUProcess
 	err   error
+	// workers are the listed processes that were kbplatform workers (or below one) when the list
+	// was read. Told apart at once, not when the timing is judged seconds later: another
+	// command's worker that has exited by then has no command line left to show what it was.
+	workers map[int]bool
 }
 
 // wait returns once the look is done (at once for none).
@@ -97,6 +101,12 @@ func (r *evalRun) scanNeighbours(device string) *neighbourLook {
 	go func() {
 		defer close(l.done)
 		l.procs, l.err = r.e.opt.GPUProcesses(device)
+		l.workers = map[int]bool{}
+		for _, p := range l.procs {
+			if kbplatformWorker(p.PID) {
+				l.workers[p.PID] = true
+			}
+		}
 	}()
 	return l
 }
@@ -105,6 +115,7 @@ func (r *evalRun) scanNeighbours(device string) *neighbourLook {
 // when a program outside kbplatform held the GPU at either.
 func (r *evalRun) judgeNeighbours(device string, looks ...*neighbourLook) {
 	var listed []GPUProcess
+	workers := map[int]bool{}
 	for _, l := range looks {
 		if l == nil {
 			return
@@ -115,6 +126,9 @@ func (r *evalRun) judgeNeighbours(device string, looks ...*neighbourLook) {
 			return
 		}
 		listed = append(listed, l.procs...)
+		for pid := range l.workers {
+			workers[pid] = true
+		}
 	}
 	own := map[int]bool{}
 	for _, p := range []*proc{r.ref.p, r.cand} {
@@ -135,7 +149,7 @@ func (r *evalRun) judgeNeighbours(device string, looks ...*neighbourLook) {
 	var foreign []string
 	seen := map[int]bool{}
 	for _, p := range listed {
-		if own[p.PID] || seen[p.PID] || kbplatformWorker(p.PID) {
+		if own[p.PID] || seen[p.PID] || workers[p.PID] {
 			continue
 		}
 		seen[p.PID] = true

@@ -121,6 +121,42 @@ func TestNeighboursFlagsAProgramOutsideKbplatform(t *testing.T) {
 	}
 }
 
+// Another command's worker listed on the GPU that exits before the timing is judged (its
+// validation ended while this evaluation profiled) is still known as kbplatform's: it was told
+// apart when the list was read.
+func TestNeighboursWorkerThatExitsBeforeTheJudging(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "kbpworker"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "run.py")
+	if err := os.WriteFile(script, []byte("sleep 60\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command("sh", script)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	worker := c.Process.Pid
+	ref, cand := startProc(t, "sleep", "60"), startProc(t, "sleep", "60")
+	list := func(string) ([]GPUProcess, error) {
+		return []GPUProcess{{ref.pid(), "python3", 600}, {cand.pid(), "python3", 700}, {worker, "python3", 500}}, nil
+	}
+	r := &evalRun{e: &Evaluator{opt: Options{GPUProcesses: list}}, res: &Result{}, ref: &refServer{p: ref}, cand: cand}
+	before, after := r.scanNeighbours("cuda:0"), r.scanNeighbours("cuda:0")
+	before.wait()
+	after.wait()
+	_ = c.Process.Kill()
+	_ = c.Wait() // reaped: its /proc entry is gone
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", worker)); err == nil {
+		t.Fatal("the worker is still there")
+	}
+	r.judgeNeighbours("cuda:0", before, after)
+	if len(r.res.Flags) != 0 {
+		t.Fatalf("a kbplatform worker that exited before the judging was taken for a stranger: %v", r.res.Flags)
+	}
+}
+
 func TestNeighboursNoCheckWhenTheListIsNotThisHosts(t *testing.T) {
 	// A container whose driver lists the host's process numbers: neither of the evaluation's own
 	// processes is named, so none can be told apart. Nothing is flagged; the record says so.
