@@ -58,18 +58,23 @@ func neighbourRun(t *testing.T, list func(ref, cand int) ([]GPUProcess, error)) 
 	}
 }
 
-func TestNeighboursFlagsAProgramOutsideKbplatform(t *testing.T) {
-	// Another kbplatform's worker: a run.py beside a kbpworker package (sh runs it: its command
-	// line is what the check reads).
+// workerScript writes what the check takes for another kbplatform's worker: a run.py beside a
+// kbpworker package (sh runs it with body: its command line is what the check reads).
+func workerScript(t *testing.T, body string) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "kbpworker"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	script := filepath.Join(dir, "run.py")
-	if err := os.WriteFile(script, []byte("sleep 60 &\nwait\n"), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	worker := startProc(t, "sh", script, "reference")
+	return script
+}
+
+func TestNeighboursFlagsAProgramOutsideKbplatform(t *testing.T) {
+	worker := startProc(t, "sh", workerScript(t, "sleep 60 &\nwait\n"), "reference")
 	// What that worker started (a compile worker, say): its child, the sleep.
 	var helper int
 	for deadline := time.Now().Add(5 * time.Second); helper == 0; time.Sleep(5 * time.Millisecond) {
@@ -125,15 +130,7 @@ func TestNeighboursFlagsAProgramOutsideKbplatform(t *testing.T) {
 // validation ended while this evaluation profiled) is still known as kbplatform's: it was told
 // apart when the list was read.
 func TestNeighboursWorkerThatExitsBeforeTheJudging(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "kbpworker"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(dir, "run.py")
-	if err := os.WriteFile(script, []byte("sleep 60\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := exec.Command("sh", script)
+	c := exec.Command("sh", workerScript(t, "sleep 60\n"))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
