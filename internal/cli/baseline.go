@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -203,7 +205,9 @@ refused.`,
 			if err := verdictExit(failed, noVerdict, len(out), "baselines"); err != nil || len(refused) == 0 {
 				return err
 			}
-			return exitError{code: exitNoVerdict, msg: fmt.Sprintf("%d of %d tasks refused: they need more memory than this machine allows", len(refused), len(list))}
+			// The message names them: with --json -q it is the only place a refusal shows.
+			ids := slices.Sorted(maps.Keys(refused))
+			return exitError{code: exitNoVerdict, msg: fmt.Sprintf("%d of %d tasks refused: they need more memory than this machine allows (%s)", len(refused), len(list), strings.Join(ids, ", "))}
 		},
 	}
 	cmd.Flags().StringArrayVar(&taskIDs, "task", nil, "task id (repeatable; default: every task of --origin)")

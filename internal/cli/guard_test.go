@@ -27,6 +27,8 @@ func TestMemoryGuardRefusesHugeCPUTasks(t *testing.T) {
 		{"baseline", []string{"baseline", "--task", huge, "--modes", "eager"}, nil, []string{"refused", "--size"}},
 		// Of several tasks, the one that cannot fit is refused and the others are timed.
 		{"baseline times what fits", []string{"baseline", "--task", huge, "--task", small, "--modes", "eager"}, nil, []string{"REFUSED", "needs about 8192.0 GiB", "1 of 2 tasks refused"}},
+		// With --json -q the exit message alone names what was refused.
+		{"baseline names what it refused", []string{"baseline", "--task", huge, "--task", small, "--modes", "eager", "--json"}, nil, []string{"1 of 2 tasks refused", "(file/huge)"}},
 		{"validate", []string{"tasks", "validate", huge}, nil, []string{"refused: they need more memory"}},
 		{"a small share refuses a small task", []string{"eval", "--task", small, "--kernel", relu}, map[string]string{"KBP_MEMORY_SHARE": "0.0000000001"}, []string{"refused"}},
 		{"a small task runs", []string{"eval", "--task", small, "--kernel", relu}, nil, nil},
@@ -61,8 +63,8 @@ func TestMemoryGuardRefusesHugeCPUTasks(t *testing.T) {
 			}
 		})
 	}
-	// The small task's eager baseline and its evaluation: nothing of the huge one.
-	if out, _, _ := run(t, env, "results", "list"); !strings.Contains(out, "2 evaluations") || strings.Contains(out, "huge") {
+	// The small task's two eager baselines and its evaluation: nothing of the huge one.
+	if out, _, _ := run(t, env, "results", "list"); !strings.Contains(out, "3 evaluations") || strings.Contains(out, "huge") {
 		t.Errorf("only the small task's baseline and evaluation should be stored:\n%s", out)
 	}
 }
