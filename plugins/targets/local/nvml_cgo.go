@@ -47,14 +47,11 @@ func nvmlDevices() []nvmlGPU {
 // hostInfo is the contract's host fingerprint with the GPU half read through NVML.
 func hostInfo(device string) sdk.Fingerprint {
 	fp := contract.BaseHostInfo(device)
-	if !strings.HasPrefix(device, "cuda") {
-		return fp
-	}
 	// The GPU the device names on this host (cudadev): an NVML index, or a UUID taken from
-	// CUDA_VISIBLE_DEVICES.
+	// CUDA_VISIBLE_DEVICES. Not a CUDA device: the host's half alone.
 	id, ok := cudadev.HostID(device)
 	if !ok {
-		return contract.DefaultHostInfo(device)
+		return fp
 	}
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
 		return contract.DefaultHostInfo(device) // no NVML: nvidia-smi
