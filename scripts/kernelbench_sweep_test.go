@@ -169,8 +169,8 @@ func TestKernelBenchSweepResumes(t *testing.T) {
 	}
 }
 
-// A baseline cut by the bound (exit 124) is taken up again by the next call; reverse order times a
-// level's tasks from the last name to the first.
+// A baseline cut by the bound (exit 124) or ended by an error is taken up again by the next call;
+// reverse order times a level's tasks from the last name to the first.
 func TestKernelBenchSweepBaselineCutGoesOn(t *testing.T) {
 	s := newSweep(t)
 	calls := s.run("STUB_BASELINE_RC=124", "KBP_SWEEP_ORDER=reverse", "KBP_SWEEP_CONTRACT=0")
@@ -181,7 +181,12 @@ func TestKernelBenchSweepBaselineCutGoesOn(t *testing.T) {
 	if got := matching(calls, "contract.test"); len(got) != 0 {
 		t.Errorf("KBP_SWEEP_CONTRACT=0 ran the contract test: %v", got)
 	}
-	calls = s.run("KBP_SWEEP_CONTRACT=0")
+	calls = s.run("KBP_SWEEP_CONTRACT=0", "STUB_BASELINE_RC=1") // an error (a held database, say) is no finished level
+	if got := len(matching(calls, "baseline")); got != 2 {
+		t.Errorf("after a cut, the next call timed %d levels, want 2", got)
+	}
+	// Exit 4 (a task refused, a timing without verdict) ends a level that went through every task.
+	calls = s.run("KBP_SWEEP_CONTRACT=0", "STUB_BASELINE_RC=4")
 	if got := len(matching(calls, "baseline")); got != 2 {
 		t.Errorf("after a cut, the next call timed %d levels, want 2", got)
 	}
