@@ -167,6 +167,9 @@ func TestKernelBenchSweepResumes(t *testing.T) {
 	if !strings.Contains(string(sum), "validated: 8 tasks") {
 		t.Errorf("summary does not count 8 validated tasks:\n%s", sum)
 	}
+	if !strings.Contains(string(sum), "kbplatform stub") {
+		t.Errorf("summary does not say which binary ran (gpu_platform):\n%s", sum)
+	}
 }
 
 // A baseline cut by the bound (exit 124) or ended by an error is taken up again by the next call;

@@ -96,3 +96,22 @@ use_cutlass_checkout() {
 		export CUTLASS_PATH=$PWD/third_party/cutlass
 	fi
 }
+
+# gpu_platform KBPLATFORM [PYTHON] prints what a device run's numbers depend on: the date, the GPU
+# (name, driver, memory, clocks, temperature) when nvidia-smi is there, torch, CUDA and Triton, the
+# cores, and the binary's version and contract. The GPU scripts keep it beside their results.
+gpu_platform() {
+	date -u
+	command -v nvidia-smi >/dev/null 2>&1 &&
+		nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+	"${2:-python3}" -c '
+import torch
+try:
+    import triton
+    t = triton.__version__
+except ImportError:
+    t = "none"
+print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", t)'
+	echo "cores $(nproc)"
+	"$1" version
+}
