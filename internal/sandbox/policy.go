@@ -1,0 +1,103 @@
+// Package sandbox confines the processes that run code a model wrote: a kernel's build, its
+// import, its trials, timed calls and profile. kbplatform runs that code on a researcher's own
+// machine, beside their API keys, their database and the harness that decides the verdict, so
+// before any of it runs the process gets
+//
+//   - an environment built from an allowlist (no key, token or provider variable, whatever the
+//     caller had);
+//   - Landlock: read-only access to the system, the Python installation and the files it is
+//     given, read-write access only to its own folders and device files, nothing else (not the
+//     database, not the user's home, not other kernels' sources or builds);
+//   - no network: Landlock's TCP rules where the kernel has them, and a seccomp filter that
+//     refuses inet, packet and named unix sockets everywhere;
+//   - a seccomp filter against what a kernel never needs (ptrace, process_vm_*, mount, bpf,
+//     kexec, module loading, namespaces, keyrings, perf_event_open outside profiling);
+//   - no_new_privs, no capabilities (a root caller's included), no core dumps, bounded
+//     processes, open files and file size.
+//
+// The confinement is applied by the binary itself, re-executed as a helper (Command), which then
+// executes the program: nothing of the program runs before all of it holds. What the running
+// kernel supports is found once (Probe) and written on every record; a part the kernel lacks is
+// left out and said, unless the caller requires the whole (Policy.Require).
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Policy is what one confined process may do.
+type Policy struct {
+	// Env is the program's whole environment (see Environ).
+	Env []string `json:"env"`
+	// ReadOnly are folders (with everything below) and files the program may read and execute.
+	// Paths that do not exist are skipped.
+	ReadOnly []string `json:"read_only,omitempty"`
+	// ReadWrite are folders and files the program may read, write, create and remove in.
+	ReadWrite []string `json:"read_write,omitempty"`
+	// Devices are device files the program may read, write and send ioctls to (GPUs, /dev/null).
+	Devices []string `json:"devices,omitempty"`
+	// Profiling allows perf_event_open (a profiler's call), refused otherwise.
+	Profiling bool `json:"profiling,omitempty"`
+	// MaxTasks bounds the processes and threads the program's user may start beyond those it has
+	// when the program starts (RLIMIT_NPROC counts a user's tasks host-wide); 0: DefaultMaxTasks.
+	MaxTasks uint64 `json:"max_tasks,omitempty"`
+	// MaxOpenFiles bounds the open files of each process; 0: DefaultMaxOpenFiles.
+	MaxOpenFiles uint64 `json:"max_open_files,omitempty"`
+	// MaxFileBytes bounds the size of any file the program writes; 0: DefaultMaxFileBytes.
+	MaxFileBytes uint64 `json:"max_file_bytes,omitempty"`
+	// Require refuses to start the program when a part of the confinement cannot be applied.
+	Require bool `json:"require,omitempty"`
+}
+
+// Defaults of a Policy's bounds. A kernel's build starts a compiler per core and torch a thread
+// per core; 1024 tasks is far above both and far below what would hurt the host.
+const (
+	DefaultMaxTasks     = 1024
+	DefaultMaxOpenFiles = 4096
+	DefaultMaxFileBytes = 16 << 30
+)
+
+// Status says what a sandbox holds on this host: the parts of a Policy the running kernel can
+// apply. It is written on every record the contract makes.
+type Status struct {
+	// Landlock is the Landlock ABI in force (0: none; the filesystem is not confined).
+	Landlock int `json:"landlock_abi"`
+	// Network says how the network is denied: "denied" (seccomp, plus Landlock's TCP rules from
+	// ABI 4), or "open" where neither is available.
+	Network string `json:"network"`
+	// Seccomp is whether the system-call filter is installed.
+	Seccomp bool `json:"seccomp"`
+	// Env is how the environment is built: "allowlist".
+	Env string `json:"env"`
+	// Scoped is whether signals and abstract unix sockets outside the sandbox are out of reach
+	// (Landlock ABI 6).
+	Scoped bool `json:"scoped,omitempty"`
+	// Missing lists what this host cannot apply, each with why.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Complete is whether every part of the sandbox is in force.
+func (s Status) Complete() bool { return len(s.Missing) == 0 }
+
+// String is the one-line summary records and screens show, e.g.
+// "landlock abi 7, net denied, seccomp, env allowlist, signals scoped".
+func (s Status) String() string {
+	var parts []string
+	if s.Landlock > 0 {
+		parts = append(parts, fmt.Sprintf("landlock abi %d", s.Landlock))
+	} else {
+		parts = append(parts, "no landlock")
+	}
+	parts = append(parts, "net "+s.Network)
+	if s.Seccomp {
+		parts = append(parts, "seccomp")
+	} else {
+		parts = append(parts, "no seccomp")
+	}
+	parts = append(parts, "env "+s.Env)
+	if s.Scoped {
+		parts = append(parts, "signals scoped")
+	}
+	return strings.Join(parts, ", ")
+}

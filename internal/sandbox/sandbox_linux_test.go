@@ -1,0 +1,188 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The tests run this test binary inside the sandbox (childVar names what the child tries) and
+// read what each attempt got: the safety properties are checked on real processes, with the
+// real helper, Landlock and seccomp.
+const childVar = "KBP_SANDBOX_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if what := os.Getenv(childVar); what != "" {
+		os.Exit(child(what))
+	}
+	os.Exit(m.Run())
+}
+
+// attempt is one thing the child tried: ok when it worked.
+type attempt struct {
+	OK  bool   `json:"ok"`
+	Err string `json:"err,omitempty"`
+}
+
+func try(err error) attempt {
+	if err != nil {
+		return attempt{Err: err.Error()}
+	}
+	return attempt{OK: true}
+}
+
+// child runs in the sandbox: it tries each escape named by the parent's variables and prints what
+// each got, as JSON.
+func child(what string) int {
+	out := map[string]attempt{}
+	parent := os.Getppid()
+	switch what {
+	case "escape":
+		_, err := os.ReadFile(os.Getenv("SECRET_FILE"))
+		out["read_secret"] = try(err)
+		out["write_outside"] = try(os.WriteFile(filepath.Join(os.Getenv("OUTSIDE"), "x"), []byte("x"), 0o644))
+		out["write_inside"] = try(os.WriteFile(filepath.Join(os.Getenv("INSIDE"), "x"), []byte("x"), 0o644))
+		_, err = os.ReadFile(os.Getenv("READABLE"))
+		out["read_allowed"] = try(err)
+		_, err = os.ReadFile("/proc/" + strconv.Itoa(parent) + "/environ")
+		out["read_parent_environ"] = try(err)
+		f, err := os.OpenFile("/proc/"+strconv.Itoa(parent)+"/mem", os.O_RDWR, 0)
+		if err == nil {
+			f.Close()
+		}
+		out["open_parent_mem"] = try(err)
+		out["signal_parent"] = try(syscall.Kill(parent, 0))
+		out["ptrace_parent"] = try(unix.PtraceAttach(parent))
+		c, err := net.Dial("tcp", os.Getenv("TCP_ADDR"))
+		if err == nil {
+			c.Close()
+		}
+		out["connect_tcp"] = try(err)
+		c, err = net.Dial("unix", os.Getenv("UNIX_ADDR"))
+		if err == nil {
+			c.Close()
+		}
+		out["connect_unix"] = try(err)
+		_, err = net.ListenPacket("udp", "127.0.0.1:0")
+		out["udp_socket"] = try(err)
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err == nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
+		out["socketpair"] = try(err)
+		out["unshare"] = try(unix.Unshare(unix.CLONE_NEWUSER))
+		_, _, errno := unix.Syscall(unix.SYS_BPF, 0, 0, 0)
+		out["bpf"] = attempt{OK: errno != unix.EPERM, Err: errno.Error()}
+		var lim unix.Rlimit
+		_ = unix.Getrlimit(unix.RLIMIT_CORE, &lim)
+		out["core_dumps"] = attempt{OK: lim.Cur != 0}
+		st, _ := os.ReadFile("/proc/self/status")
+		out["capabilities"] = attempt{OK: !strings.Contains(string(st), "CapEff:\t0000000000000000")}
+		out["new_privs"] = attempt{OK: !strings.Contains(string(st), "NoNewPrivs:\t1")}
+		out["env_has_secret"] = attempt{OK: strings.Contains(strings.Join(os.Environ(), "\n"), "sk-canary")}
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+	return 0
+}
+
+func TestSandboxContainsARealProcess(t *testing.T) {
+	st := Probe()
+	t.Logf("sandbox on this host: %s (missing: %v)", st, st.Missing)
+	if st.Landlock == 0 || !st.Seccomp {
+		t.Skipf("this kernel lacks Landlock or seccomp: %v", st.Missing)
+	}
+	root := t.TempDir()
+	secret := filepath.Join(root, "home", ".secret")
+	outside := filepath.Join(root, "outside")
+	inside := filepath.Join(root, "inside")
+	readable := filepath.Join(root, "ro", "task.py")
+	for _, d := range []string{filepath.Dir(secret), outside, inside, filepath.Dir(readable)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{secret, readable} {
+		if err := os.WriteFile(f, []byte("content"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	sock := filepath.Join(root, "holder.sock")
+	ux, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ux.Close()
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OPENAI_API_KEY", "sk-canary-1")
+	env := Environ(os.Environ(), []string{
+		childVar + "=escape", "SECRET_FILE=" + secret, "OUTSIDE=" + outside, "INSIDE=" + inside, "READABLE=" + readable,
+		"TCP_ADDR=" + tcp.Addr().String(), "UNIX_ADDR=" + sock, "KBP_TEST_TOKEN=sk-canary-2",
+	})
+	p := Policy{Env: env, ReadOnly: []string{filepath.Dir(self), filepath.Dir(readable), "/proc", "/etc", "/usr", "/lib", "/lib64"}, ReadWrite: []string{inside}, Require: true}
+	cmd, err := Command(p, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the sandboxed child failed: %v\n%s", err, out)
+	}
+	var got map[string]attempt
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("child said %q: %v", out, err)
+	}
+	allowed := map[string]bool{"write_inside": true, "read_allowed": true, "socketpair": true}
+	for name, a := range got {
+		if a.OK != allowed[name] {
+			t.Errorf("%s: ok=%v (%s), want ok=%v", name, a.OK, a.Err, allowed[name])
+		}
+	}
+	if len(got) < 18 {
+		t.Errorf("the child tried %d things, want every attempt reported: %v", len(got), got)
+	}
+}
+
+// A program the helper cannot start says why and exits ExitHelper, before anything runs.
+func TestHelperFailureIsReported(t *testing.T) {
+	cmd, err := Command(Policy{Env: []string{"PATH=/usr/bin"}}, "/nonexistent/python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitHelper || !strings.HasPrefix(string(out), HelperPrefix) {
+		t.Fatalf("got %v, %q; want exit %d and a line starting %q", err, out, ExitHelper, HelperPrefix)
+	}
+}
+
+func TestEnvironKeepsNoSecret(t *testing.T) {
+	environ := []string{"PATH=/bin", "HOME=/root", "OPENAI_API_KEY=sk-1", "ANTHROPIC_API_KEY=sk-2", "GEMINI_API_KEY=g",
+		"AWS_SECRET_ACCESS_KEY=a", "KBP_DB=/db", "TORCH_HUB_TOKEN=t", "CUDA_VISIBLE_DEVICES=0", "LC_ALL=C", "SSH_AUTH_SOCK=/s",
+		"TORCH_CUDA_ARCH_LIST=9.0", "PYTORCH_CUDA_ALLOC_CONF=x", "DBUS_SESSION_BUS_ADDRESS=y"}
+	got := Environ(environ, []string{"HOME=/work", "KBP_CMD_FD=3", "CUTLASS_API_KEY=z", "CUDA_VISIBLE_DEVICES=1"})
+	want := []string{"PATH=/bin", "CUDA_VISIBLE_DEVICES=1", "LC_ALL=C", "TORCH_CUDA_ARCH_LIST=9.0", "PYTORCH_CUDA_ALLOC_CONF=x", "HOME=/work", "KBP_CMD_FD=3"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %v\nwant %v", got, want)
+	}
+}
