@@ -41,7 +41,7 @@ func helperMain() error {
 	}
 	p := req.Policy
 	st := Probe()
-	if p.Require && !st.Complete() {
+	if p.Require && len(st.Missing) > 0 {
 		return fmt.Errorf("the sandbox is required but incomplete on this host: %s", strings.Join(st.Missing, "; "))
 	}
 	// Landlock, seccomp and execve all act on the calling thread: everything from here to the
@@ -49,6 +49,12 @@ func helperMain() error {
 	runtime.LockOSThread()
 	if err := setLimits(p); err != nil {
 		return err
+	}
+	if os.Geteuid() == 0 && st.Tasks != "" {
+		parent, v2 := pidsParent()
+		if err := joinPidsGroup(parent, v2, maxTasks(p)); err != nil {
+			return err
+		}
 	}
 	// The ruleset opens the policy's paths, which must happen before the capabilities go (a root
 	// caller may read them only through CAP_DAC_OVERRIDE).
@@ -100,6 +106,16 @@ var probeOnce = sync.OnceValue(func() Status {
 		st.Network = "open"
 		st.Missing = append(st.Missing, "network: neither seccomp nor Landlock ABI 4 is available")
 	}
+	// Root is exempt from RLIMIT_NPROC: its bound is a pids cgroup, where one can be made.
+	st.Tasks = "rlimit"
+	if os.Geteuid() == 0 {
+		if parent, _ := pidsParent(); parent != "" {
+			st.Tasks = "cgroup"
+		} else {
+			st.Tasks = ""
+			st.Missing = append(st.Missing, "processes: unbounded (root is exempt from RLIMIT_NPROC, and no pids cgroup is writable here)")
+		}
+	}
 	st.Scoped = st.Landlock >= 6
 	if st.Landlock > 0 && !st.Scoped {
 		st.Missing = append(st.Missing, fmt.Sprintf("signals: Landlock ABI %d does not scope signals (ABI 6 does)", st.Landlock))
@@ -121,10 +137,7 @@ func setLimits(p Policy) error {
 		}
 		return unix.Setrlimit(res, &unix.Rlimit{Cur: want, Max: want})
 	}
-	tasks := p.MaxTasks
-	if tasks == 0 {
-		tasks = DefaultMaxTasks
-	}
+	tasks := maxTasks(p)
 	files := p.MaxOpenFiles
 	if files == 0 {
 		files = DefaultMaxOpenFiles
@@ -148,6 +161,13 @@ func setLimits(p Policy) error {
 		}
 	}
 	return nil
+}
+
+func maxTasks(p Policy) uint64 {
+	if p.MaxTasks == 0 {
+		return DefaultMaxTasks
+	}
+	return p.MaxTasks
 }
 
 // userTasks counts the tasks (processes and their threads) of uid, as RLIMIT_NPROC does.

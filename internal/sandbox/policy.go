@@ -21,10 +21,7 @@
 // left out and said, unless the caller requires the whole (Policy.Require).
 package sandbox
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/kbplatform/kbplatform/sdk"
 
 // Policy is what one confined process may do.
 type Policy struct {
@@ -60,44 +57,4 @@ const (
 
 // Status says what a sandbox holds on this host: the parts of a Policy the running kernel can
 // apply. It is written on every record the contract makes.
-type Status struct {
-	// Landlock is the Landlock ABI in force (0: none; the filesystem is not confined).
-	Landlock int `json:"landlock_abi"`
-	// Network says how the network is denied: "denied" (seccomp, plus Landlock's TCP rules from
-	// ABI 4), or "open" where neither is available.
-	Network string `json:"network"`
-	// Seccomp is whether the system-call filter is installed.
-	Seccomp bool `json:"seccomp"`
-	// Env is how the environment is built: "allowlist".
-	Env string `json:"env"`
-	// Scoped is whether signals and abstract unix sockets outside the sandbox are out of reach
-	// (Landlock ABI 6).
-	Scoped bool `json:"scoped,omitempty"`
-	// Missing lists what this host cannot apply, each with why.
-	Missing []string `json:"missing,omitempty"`
-}
-
-// Complete is whether every part of the sandbox is in force.
-func (s Status) Complete() bool { return len(s.Missing) == 0 }
-
-// String is the one-line summary records and screens show, e.g.
-// "landlock abi 7, net denied, seccomp, env allowlist, signals scoped".
-func (s Status) String() string {
-	var parts []string
-	if s.Landlock > 0 {
-		parts = append(parts, fmt.Sprintf("landlock abi %d", s.Landlock))
-	} else {
-		parts = append(parts, "no landlock")
-	}
-	parts = append(parts, "net "+s.Network)
-	if s.Seccomp {
-		parts = append(parts, "seccomp")
-	} else {
-		parts = append(parts, "no seccomp")
-	}
-	parts = append(parts, "env "+s.Env)
-	if s.Scoped {
-		parts = append(parts, "signals scoped")
-	}
-	return strings.Join(parts, ", ")
-}
+type Status = sdk.Sandbox

@@ -92,6 +92,22 @@ func child(what string) int {
 		out["new_privs"] = attempt{OK: !strings.Contains(string(st), "NoNewPrivs:\t1")}
 		out["env_has_secret"] = attempt{OK: strings.Contains(strings.Join(os.Environ(), "\n"), "sk-canary")}
 	}
+	if what == "forks" {
+		var started []*exec.Cmd
+		var err error
+		for len(started) < 2000 {
+			c := exec.Command("/bin/sleep", "30")
+			if err = c.Start(); err != nil {
+				break
+			}
+			started = append(started, c)
+		}
+		for _, c := range started {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+		out["forks"] = attempt{OK: len(started) >= 2000, Err: fmt.Sprintf("%d started, then %v", len(started), err)}
+	}
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
 	return 0
@@ -160,6 +176,38 @@ func TestSandboxContainsARealProcess(t *testing.T) {
 	}
 	if len(got) < 18 {
 		t.Errorf("the child tried %d things, want every attempt reported: %v", len(got), got)
+	}
+}
+
+// A fork bomb is bounded: by RLIMIT_NPROC for a user, by a pids cgroup for root (whom the kernel
+// exempts from RLIMIT_NPROC).
+func TestForkBombIsBounded(t *testing.T) {
+	st := Probe()
+	if st.Tasks == "" {
+		t.Skipf("tasks cannot be bounded here: %v", st.Missing)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{Env: []string{childVar + "=forks"}, ReadOnly: []string{filepath.Dir(self), "/proc", "/etc", "/usr", "/bin", "/lib", "/lib64"}, Devices: []string{"/dev/null"}, MaxTasks: 64, Require: true}
+	cmd, err := Command(p, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the sandboxed child failed: %v\n%s", err, out)
+	}
+	var got map[string]attempt
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("child said %q: %v", out, err)
+	}
+	t.Logf("bounded by %s: %s", st.Tasks, got["forks"].Err)
+	var n int
+	fmt.Sscanf(got["forks"].Err, "%d started", &n)
+	if got["forks"].OK || n < 16 || n > 64 {
+		t.Errorf("the child started %d processes (%s), want some but at most the 64 allowed", n, got["forks"].Err)
 	}
 }
 
