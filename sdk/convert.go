@@ -178,6 +178,9 @@ func ResultToPB(r *Result) *pb.Result {
 			out.Profile.Kernels = append(out.Profile.Kernels, &pb.KernelTime{Name: k.Name, Calls: k.Calls, TotalUs: k.TotalUS, Share: k.Share, Custom: k.Custom})
 		}
 	}
+	if sb := r.Sandbox; sb != nil {
+		out.Sandbox = &pb.Sandbox{LandlockAbi: int32(sb.Landlock), Network: sb.Network, Seccomp: sb.Seccomp, Env: sb.Env, Scoped: sb.Scoped, Missing: sb.Missing, Tasks: sb.Tasks}
+	}
 	if !r.StartedAt.IsZero() {
 		out.StartedAt = timestamppb.New(r.StartedAt)
 	}
@@ -227,6 +230,9 @@ func ResultFromPB(p *pb.Result) *Result {
 		for _, k := range pr.Kernels {
 			r.Profile.Kernels = append(r.Profile.Kernels, KernelTime{Name: k.Name, Calls: k.Calls, TotalUS: k.TotalUs, Share: k.Share, Custom: k.Custom})
 		}
+	}
+	if sb := p.Sandbox; sb != nil {
+		r.Sandbox = &Sandbox{Landlock: int(sb.LandlockAbi), Network: sb.Network, Seccomp: sb.Seccomp, Env: sb.Env, Scoped: sb.Scoped, Missing: sb.Missing, Tasks: sb.Tasks}
 	}
 	if fp := structFromPB(p.Fingerprint); fp != nil {
 		r.Fingerprint = Fingerprint(fp)

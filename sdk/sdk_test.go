@@ -119,6 +119,7 @@ func TestResultRoundTrip(t *testing.T) {
 		Memory: &sdk.MemoryUse{Footprint: 4, ReferencePeak: 8, CandidatePeak: 6, Peak: 14, DeviceTotal: 100, EvidencePeak: 20, ReferenceAllocated: 7, CandidateAllocated: 5, Harness: 2},
 		Profile: &sdk.Profile{Tool: "torch.profiler", TotalUS: 12.5, Kernels: []sdk.KernelTime{
 			{Name: "relu_kernel", Calls: 1, TotalUS: 10, Share: 0.8, Custom: true}, {Name: "aten::copy_", Calls: 2, TotalUS: 2.5, Share: 0.2}}},
+		Sandbox:   &sdk.Sandbox{Landlock: 7, Network: "denied", Seccomp: true, Env: "allowlist", Scoped: true, Tasks: "cgroup", Missing: []string{"x: why"}},
 		StartedAt: time.Unix(1700000000, 0).UTC(), FinishedAt: time.Unix(1700000060, 0).UTC(),
 	}
 	r := plugintest.Connect(t, &echoTarget{res: want})

@@ -153,9 +153,56 @@ type Result struct {
 	Memory *MemoryUse `json:"memory,omitempty"`
 	// Profile is the profiler's per-kernel breakdown of one forward of a correct candidate (the
 	// P of refinement feedback); nil when the target does not profile or the kernel failed.
-	Profile    *Profile  `json:"profile,omitempty"`
+	Profile *Profile `json:"profile,omitempty"`
+	// Sandbox says what confined the processes that ran the candidate's code; nil on records
+	// made before the sandbox existed.
+	Sandbox    *Sandbox  `json:"sandbox,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
+}
+
+// Sandbox is what confined an evaluation's candidate processes (docs/contract.md, "Sandbox").
+type Sandbox struct {
+	// Landlock is the Landlock ABI in force; 0: the filesystem was not confined.
+	Landlock int `json:"landlock_abi"`
+	// Network is "denied", "denied (tcp only)" or "open".
+	Network string `json:"network"`
+	// Seccomp is whether the system-call filter was installed.
+	Seccomp bool `json:"seccomp"`
+	// Env is how the environment was built ("allowlist": no keys, tokens or provider variables).
+	Env string `json:"env"`
+	// Scoped is whether signals and abstract unix sockets outside the sandbox were out of reach.
+	Scoped bool `json:"scoped,omitempty"`
+	// Tasks is how the processes a kernel may start were bounded: "rlimit" (RLIMIT_NPROC),
+	// "cgroup" (a pids cgroup, for root, whom RLIMIT_NPROC does not bind), or "" (unbounded).
+	Tasks string `json:"tasks,omitempty"`
+	// Missing lists what the host could not apply, each with why.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// String is the one-line summary screens show, e.g.
+// "landlock abi 7, net denied, seccomp, env allowlist, signals scoped".
+func (s Sandbox) String() string {
+	var parts []string
+	if s.Landlock > 0 {
+		parts = append(parts, fmt.Sprintf("landlock abi %d", s.Landlock))
+	} else {
+		parts = append(parts, "no landlock")
+	}
+	parts = append(parts, "net "+s.Network)
+	if s.Seccomp {
+		parts = append(parts, "seccomp")
+	} else {
+		parts = append(parts, "no seccomp")
+	}
+	parts = append(parts, "env "+s.Env)
+	if s.Scoped {
+		parts = append(parts, "signals scoped")
+	}
+	if s.Tasks != "" {
+		parts = append(parts, "tasks bounded ("+s.Tasks+")")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Phases says where an evaluation's wall time went, in seconds from the moment it held the device.

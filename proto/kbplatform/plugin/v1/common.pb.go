@@ -1001,7 +1001,9 @@ type Result struct {
 	Phases *Phases    `protobuf:"bytes,40,opt,name=phases,proto3" json:"phases,omitempty"`
 	Memory *MemoryUse `protobuf:"bytes,41,opt,name=memory,proto3" json:"memory,omitempty"`
 	// The profiler's per-kernel breakdown of one forward of a correct candidate.
-	Profile       *Profile `protobuf:"bytes,42,opt,name=profile,proto3" json:"profile,omitempty"`
+	Profile *Profile `protobuf:"bytes,42,opt,name=profile,proto3" json:"profile,omitempty"`
+	// What confined the processes that ran the candidate's code (Landlock, seccomp, ...).
+	Sandbox       *Sandbox `protobuf:"bytes,43,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1211,6 +1213,106 @@ func (x *Result) GetProfile() *Profile {
 	return nil
 }
 
+func (x *Result) GetSandbox() *Sandbox {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+// The sandbox an evaluation's candidate processes ran in.
+type Sandbox struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LandlockAbi   int32                  `protobuf:"varint,1,opt,name=landlock_abi,json=landlockAbi,proto3" json:"landlock_abi,omitempty"` // 0: the filesystem was not confined
+	Network       string                 `protobuf:"bytes,2,opt,name=network,proto3" json:"network,omitempty"`                             // "denied", "denied (tcp only)" or "open"
+	Seccomp       bool                   `protobuf:"varint,3,opt,name=seccomp,proto3" json:"seccomp,omitempty"`
+	Env           string                 `protobuf:"bytes,4,opt,name=env,proto3" json:"env,omitempty"`         // "allowlist"
+	Scoped        bool                   `protobuf:"varint,5,opt,name=scoped,proto3" json:"scoped,omitempty"`  // signals and abstract unix sockets outside the sandbox out of reach
+	Missing       []string               `protobuf:"bytes,6,rep,name=missing,proto3" json:"missing,omitempty"` // what the host could not apply, each with why
+	Tasks         string                 `protobuf:"bytes,7,opt,name=tasks,proto3" json:"tasks,omitempty"`     // how started processes were bounded: "rlimit", "cgroup" or "" (unbounded)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sandbox) Reset() {
+	*x = Sandbox{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sandbox) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sandbox) ProtoMessage() {}
+
+func (x *Sandbox) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sandbox.ProtoReflect.Descriptor instead.
+func (*Sandbox) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Sandbox) GetLandlockAbi() int32 {
+	if x != nil {
+		return x.LandlockAbi
+	}
+	return 0
+}
+
+func (x *Sandbox) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *Sandbox) GetSeccomp() bool {
+	if x != nil {
+		return x.Seccomp
+	}
+	return false
+}
+
+func (x *Sandbox) GetEnv() string {
+	if x != nil {
+		return x.Env
+	}
+	return ""
+}
+
+func (x *Sandbox) GetScoped() bool {
+	if x != nil {
+		return x.Scoped
+	}
+	return false
+}
+
+func (x *Sandbox) GetMissing() []string {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
+func (x *Sandbox) GetTasks() string {
+	if x != nil {
+		return x.Tasks
+	}
+	return ""
+}
+
 // One profiled forward: what ran on the device, most expensive first.
 type Profile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1223,7 +1325,7 @@ type Profile struct {
 
 func (x *Profile) Reset() {
 	*x = Profile{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1337,7 @@ func (x *Profile) String() string {
 func (*Profile) ProtoMessage() {}
 
 func (x *Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[10]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1350,7 @@ func (x *Profile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Profile.ProtoReflect.Descriptor instead.
 func (*Profile) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{10}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Profile) GetTool() string {
@@ -1286,7 +1388,7 @@ type KernelTime struct {
 
 func (x *KernelTime) Reset() {
 	*x = KernelTime{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1400,7 @@ func (x *KernelTime) String() string {
 func (*KernelTime) ProtoMessage() {}
 
 func (x *KernelTime) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[11]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1413,7 @@ func (x *KernelTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelTime.ProtoReflect.Descriptor instead.
 func (*KernelTime) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{11}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KernelTime) GetName() string {
@@ -1369,7 +1471,7 @@ type Phases struct {
 
 func (x *Phases) Reset() {
 	*x = Phases{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1483,7 @@ func (x *Phases) String() string {
 func (*Phases) ProtoMessage() {}
 
 func (x *Phases) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[12]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1496,7 @@ func (x *Phases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Phases.ProtoReflect.Descriptor instead.
 func (*Phases) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{12}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Phases) GetWaitDeviceS() float64 {
@@ -1487,7 +1589,7 @@ type WorkerOp struct {
 
 func (x *WorkerOp) Reset() {
 	*x = WorkerOp{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1601,7 @@ func (x *WorkerOp) String() string {
 func (*WorkerOp) ProtoMessage() {}
 
 func (x *WorkerOp) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[13]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1614,7 @@ func (x *WorkerOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerOp.ProtoReflect.Descriptor instead.
 func (*WorkerOp) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{13}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkerOp) GetCalls() int64 {
@@ -1564,7 +1666,7 @@ type MemoryUse struct {
 
 func (x *MemoryUse) Reset() {
 	*x = MemoryUse{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1678,7 @@ func (x *MemoryUse) String() string {
 func (*MemoryUse) ProtoMessage() {}
 
 func (x *MemoryUse) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[14]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1691,7 @@ func (x *MemoryUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryUse.ProtoReflect.Descriptor instead.
 func (*MemoryUse) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{14}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MemoryUse) GetFootprintBytes() int64 {
@@ -1666,7 +1768,7 @@ type Flag struct {
 
 func (x *Flag) Reset() {
 	*x = Flag{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +1780,7 @@ func (x *Flag) String() string {
 func (*Flag) ProtoMessage() {}
 
 func (x *Flag) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[15]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +1793,7 @@ func (x *Flag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Flag.ProtoReflect.Descriptor instead.
 func (*Flag) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{15}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Flag) GetName() string {
@@ -1723,7 +1825,7 @@ type Validation struct {
 
 func (x *Validation) Reset() {
 	*x = Validation{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1837,7 @@ func (x *Validation) String() string {
 func (*Validation) ProtoMessage() {}
 
 func (x *Validation) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[16]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1850,7 @@ func (x *Validation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Validation.ProtoReflect.Descriptor instead.
 func (*Validation) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{16}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Validation) GetTaskId() string {
@@ -1811,7 +1913,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1925,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[17]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1938,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{17}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -1866,7 +1968,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +1980,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +1993,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Hardware) GetTarget() string {
@@ -1937,7 +2039,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2051,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2064,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{19}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Device) GetName() string {
@@ -2028,7 +2130,7 @@ type BuildRecipe struct {
 
 func (x *BuildRecipe) Reset() {
 	*x = BuildRecipe{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2142,7 @@ func (x *BuildRecipe) String() string {
 func (*BuildRecipe) ProtoMessage() {}
 
 func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2155,7 @@ func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRecipe.ProtoReflect.Descriptor instead.
 func (*BuildRecipe) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{20}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BuildRecipe) GetEnv() map[string]string {
@@ -2104,7 +2206,7 @@ type Issue struct {
 
 func (x *Issue) Reset() {
 	*x = Issue{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2116,7 +2218,7 @@ func (x *Issue) String() string {
 func (*Issue) ProtoMessage() {}
 
 func (x *Issue) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2231,7 @@ func (x *Issue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Issue.ProtoReflect.Descriptor instead.
 func (*Issue) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{21}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Issue) GetSeverity() string {
@@ -2268,7 +2370,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\n" +
 	"cache_hits\x18\a \x01(\x05R\tcacheHits\x12\x1f\n" +
 	"\vduration_ns\x18\b \x01(\x03R\n" +
-	"durationNs\"\xce\b\n" +
+	"durationNs\"\x87\t\n" +
 	"\x06Result\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\tR\bcontract\x12.\n" +
 	"\x04task\x18\x02 \x01(\v2\x1a.kbplatform.plugin.v1.TaskR\x04task\x124\n" +
@@ -2298,7 +2400,16 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\x05flags\x18\x16 \x03(\v2\x1a.kbplatform.plugin.v1.FlagR\x05flags\x124\n" +
 	"\x06phases\x18( \x01(\v2\x1c.kbplatform.plugin.v1.PhasesR\x06phases\x127\n" +
 	"\x06memory\x18) \x01(\v2\x1f.kbplatform.plugin.v1.MemoryUseR\x06memory\x127\n" +
-	"\aprofile\x18* \x01(\v2\x1d.kbplatform.plugin.v1.ProfileR\aprofile\"t\n" +
+	"\aprofile\x18* \x01(\v2\x1d.kbplatform.plugin.v1.ProfileR\aprofile\x127\n" +
+	"\asandbox\x18+ \x01(\v2\x1d.kbplatform.plugin.v1.SandboxR\asandbox\"\xba\x01\n" +
+	"\aSandbox\x12!\n" +
+	"\flandlock_abi\x18\x01 \x01(\x05R\vlandlockAbi\x12\x18\n" +
+	"\anetwork\x18\x02 \x01(\tR\anetwork\x12\x18\n" +
+	"\aseccomp\x18\x03 \x01(\bR\aseccomp\x12\x10\n" +
+	"\x03env\x18\x04 \x01(\tR\x03env\x12\x16\n" +
+	"\x06scoped\x18\x05 \x01(\bR\x06scoped\x12\x18\n" +
+	"\amissing\x18\x06 \x03(\tR\amissing\x12\x14\n" +
+	"\x05tasks\x18\a \x01(\tR\x05tasks\"t\n" +
 	"\aProfile\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x19\n" +
 	"\btotal_us\x18\x02 \x01(\x01R\atotalUs\x12:\n" +
@@ -2404,7 +2515,7 @@ func file_kbplatform_plugin_v1_common_proto_rawDescGZIP() []byte {
 	return file_kbplatform_plugin_v1_common_proto_rawDescData
 }
 
-var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Task)(nil),                  // 0: kbplatform.plugin.v1.Task
 	(*Tolerance)(nil),             // 1: kbplatform.plugin.v1.Tolerance
@@ -2416,23 +2527,24 @@ var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Mismatch)(nil),              // 7: kbplatform.plugin.v1.Mismatch
 	(*CompileResult)(nil),         // 8: kbplatform.plugin.v1.CompileResult
 	(*Result)(nil),                // 9: kbplatform.plugin.v1.Result
-	(*Profile)(nil),               // 10: kbplatform.plugin.v1.Profile
-	(*KernelTime)(nil),            // 11: kbplatform.plugin.v1.KernelTime
-	(*Phases)(nil),                // 12: kbplatform.plugin.v1.Phases
-	(*WorkerOp)(nil),              // 13: kbplatform.plugin.v1.WorkerOp
-	(*MemoryUse)(nil),             // 14: kbplatform.plugin.v1.MemoryUse
-	(*Flag)(nil),                  // 15: kbplatform.plugin.v1.Flag
-	(*Validation)(nil),            // 16: kbplatform.plugin.v1.Validation
-	(*ChatMessage)(nil),           // 17: kbplatform.plugin.v1.ChatMessage
-	(*Hardware)(nil),              // 18: kbplatform.plugin.v1.Hardware
-	(*Device)(nil),                // 19: kbplatform.plugin.v1.Device
-	(*BuildRecipe)(nil),           // 20: kbplatform.plugin.v1.BuildRecipe
-	(*Issue)(nil),                 // 21: kbplatform.plugin.v1.Issue
-	nil,                           // 22: kbplatform.plugin.v1.Phases.ReferenceOpsEntry
-	nil,                           // 23: kbplatform.plugin.v1.Phases.CandidateOpsEntry
-	nil,                           // 24: kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
+	(*Sandbox)(nil),               // 10: kbplatform.plugin.v1.Sandbox
+	(*Profile)(nil),               // 11: kbplatform.plugin.v1.Profile
+	(*KernelTime)(nil),            // 12: kbplatform.plugin.v1.KernelTime
+	(*Phases)(nil),                // 13: kbplatform.plugin.v1.Phases
+	(*WorkerOp)(nil),              // 14: kbplatform.plugin.v1.WorkerOp
+	(*MemoryUse)(nil),             // 15: kbplatform.plugin.v1.MemoryUse
+	(*Flag)(nil),                  // 16: kbplatform.plugin.v1.Flag
+	(*Validation)(nil),            // 17: kbplatform.plugin.v1.Validation
+	(*ChatMessage)(nil),           // 18: kbplatform.plugin.v1.ChatMessage
+	(*Hardware)(nil),              // 19: kbplatform.plugin.v1.Hardware
+	(*Device)(nil),                // 20: kbplatform.plugin.v1.Device
+	(*BuildRecipe)(nil),           // 21: kbplatform.plugin.v1.BuildRecipe
+	(*Issue)(nil),                 // 22: kbplatform.plugin.v1.Issue
+	nil,                           // 23: kbplatform.plugin.v1.Phases.ReferenceOpsEntry
+	nil,                           // 24: kbplatform.plugin.v1.Phases.CandidateOpsEntry
+	nil,                           // 25: kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	(*structpb.Struct)(nil),       // 26: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
 }
 var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	1,  // 0: kbplatform.plugin.v1.Task.tolerance:type_name -> kbplatform.plugin.v1.Tolerance
@@ -2441,34 +2553,35 @@ var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	4,  // 3: kbplatform.plugin.v1.Timing.candidate_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 4: kbplatform.plugin.v1.Timing.reference_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 5: kbplatform.plugin.v1.Timing.overhead:type_name -> kbplatform.plugin.v1.Stats
-	25, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
+	26, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
 	0,  // 7: kbplatform.plugin.v1.Result.task:type_name -> kbplatform.plugin.v1.Task
 	2,  // 8: kbplatform.plugin.v1.Result.kernel:type_name -> kbplatform.plugin.v1.Kernel
 	6,  // 9: kbplatform.plugin.v1.Result.trials:type_name -> kbplatform.plugin.v1.Trial
 	7,  // 10: kbplatform.plugin.v1.Result.mismatch:type_name -> kbplatform.plugin.v1.Mismatch
 	5,  // 11: kbplatform.plugin.v1.Result.timing:type_name -> kbplatform.plugin.v1.Timing
-	25, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
+	26, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
 	3,  // 13: kbplatform.plugin.v1.Result.config:type_name -> kbplatform.plugin.v1.ContractConfig
 	8,  // 14: kbplatform.plugin.v1.Result.compile:type_name -> kbplatform.plugin.v1.CompileResult
-	26, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
-	26, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
-	15, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
-	12, // 18: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
-	14, // 19: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
-	10, // 20: kbplatform.plugin.v1.Result.profile:type_name -> kbplatform.plugin.v1.Profile
-	11, // 21: kbplatform.plugin.v1.Profile.kernels:type_name -> kbplatform.plugin.v1.KernelTime
-	22, // 22: kbplatform.plugin.v1.Phases.reference_ops:type_name -> kbplatform.plugin.v1.Phases.ReferenceOpsEntry
-	23, // 23: kbplatform.plugin.v1.Phases.candidate_ops:type_name -> kbplatform.plugin.v1.Phases.CandidateOpsEntry
-	19, // 24: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
-	25, // 25: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
-	24, // 26: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	13, // 27: kbplatform.plugin.v1.Phases.ReferenceOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
-	13, // 28: kbplatform.plugin.v1.Phases.CandidateOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	27, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
+	27, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	16, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
+	13, // 18: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
+	15, // 19: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
+	11, // 20: kbplatform.plugin.v1.Result.profile:type_name -> kbplatform.plugin.v1.Profile
+	10, // 21: kbplatform.plugin.v1.Result.sandbox:type_name -> kbplatform.plugin.v1.Sandbox
+	12, // 22: kbplatform.plugin.v1.Profile.kernels:type_name -> kbplatform.plugin.v1.KernelTime
+	23, // 23: kbplatform.plugin.v1.Phases.reference_ops:type_name -> kbplatform.plugin.v1.Phases.ReferenceOpsEntry
+	24, // 24: kbplatform.plugin.v1.Phases.candidate_ops:type_name -> kbplatform.plugin.v1.Phases.CandidateOpsEntry
+	20, // 25: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
+	26, // 26: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
+	25, // 27: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	14, // 28: kbplatform.plugin.v1.Phases.ReferenceOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
+	14, // 29: kbplatform.plugin.v1.Phases.CandidateOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_kbplatform_plugin_v1_common_proto_init() }
@@ -2483,7 +2596,7 @@ func file_kbplatform_plugin_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kbplatform_plugin_v1_common_proto_rawDesc), len(file_kbplatform_plugin_v1_common_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
