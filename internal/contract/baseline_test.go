@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,17 +157,29 @@ func checkNoHelperSpeedup(t *testing.T, res *Result) {
 // Helpers that leave the candidate's process group and process tree (setsid, then a double fork)
 // are stopped with it while the reference is timed, and killed with it when the evaluation ends.
 func TestEscapedHelpersAreStoppedAndKilled(t *testing.T) {
-	pidfile := filepath.Join(t.TempDir(), "helpers")
-	t.Setenv("KBP_TEST_PIDFILE", pidfile)
 	e := newEvaluator(t, nil)
+	// The helpers name themselves kbp-escaped: watch for them while the evaluation runs.
+	seen := map[int]bool{}
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			for _, pid := range processesNamed("kbp-escaped") {
+				seen[pid] = true
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
 	res := e.Evaluate(context.Background(), loadTask(t, "matmul_small"), loadKernel(t, "escape_the_group"), "cpu", nil)
-	b, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatalf("the helpers did not start: %v\n%s", err, res.Log)
-	}
+	close(stop)
+	<-watched
 	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		pid, _ := strconv.Atoi(f)
+	for pid := range seen {
 		pids = append(pids, pid)
 	}
 	// Whatever the verdict, no helper may outlive the evaluation (kill them here if one did, so
@@ -188,6 +199,22 @@ func TestEscapedHelpersAreStoppedAndKilled(t *testing.T) {
 		t.Errorf("helpers %v: %v still running after the evaluation", pids, alive)
 	}
 	checkNoHelperSpeedup(t, res)
+}
+
+// processesNamed lists the live processes whose name (comm) is name.
+func processesNamed(name string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == name && processAlive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // processAlive says whether pid is a live process (a zombie is not).

@@ -109,7 +109,7 @@ func (e *Evaluator) compile(ctx context.Context, t Task, k Kernel, device string
 	if err := os.WriteFile(kpath, []byte(k.Source), 0o600); err != nil {
 		return fail(ClassHarness, err.Error(), "", "")
 	}
-	p, settings, err := e.spawn("candidate", device, dir)
+	p, settings, err := e.spawn("candidate", device, dir, e.buildDir(k, device))
 	if err != nil {
 		return fail(ClassHarness, err.Error(), "", "")
 	}

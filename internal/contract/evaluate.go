@@ -51,7 +51,7 @@ func (e *Evaluator) evaluate(parent context.Context, t Task, k Kernel, device st
 
 func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, compiled *CompileResult, mode string, evidence bool) *Result {
 	cfg := e.opt.Config
-	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC()}
+	res := &Result{Contract: Version, Task: t, Kernel: k, Device: device, Config: cfg, StartedAt: time.Now().UTC(), Sandbox: e.sandboxStatus()}
 	// Wait for the device before the evaluation's time limit starts: waiting is not the kernel's.
 	giveBack, err := e.takeDevice(ctx, device)
 	if err != nil {
@@ -120,6 +120,12 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 		if compiled.ErrorClass == ClassHarness {
 			res.Verdict = VerdictError
 		}
+		return res
+	}
+	// The kernel's builds, made by its compile in its own build folder, are copied into the
+	// evaluation's folder, the only one its process may use (confine.go).
+	if err := stageBuilds(filepath.Join(e.buildDir(k, device), "ext"), cand.settings.ExtCache); err != nil {
+		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, "staging the kernel's builds: "+err.Error()
 		return res
 	}
 	rng, seed := e.seedSource()

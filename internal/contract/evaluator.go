@@ -45,6 +45,9 @@ type Options struct {
 	// Spares: start the next evaluation's candidate process ahead (spare.go). Default: on GPUs,
 	// whose hosts have cores to spare; on the CPU a torch import beside a timing would slow it.
 	Spares SpareMode
+	// RequireSandbox refuses to run a worker where the sandbox cannot be applied whole (no
+	// Landlock, no seccomp): no verdict rather than one judged without it.
+	RequireSandbox bool
 }
 
 // Evaluator runs the contract on this host. It keeps one clean reference process per task,
@@ -76,6 +79,10 @@ type shared struct {
 	// the same for every process started there. Once known, a candidate's hello (its CUDA start)
 	// runs beside the reference's start instead of after it.
 	ipc map[string]bool
+	// workerMu serialises checking (and rewriting) the extracted worker.
+	workerMu sync.Mutex
+	// sandboxNotice says once what the sandbox lacks on this host.
+	sandboxNotice sync.Once
 	// allocNotice says once that the workers' allocator options differ from the environment's.
 	allocNotice sync.Once
 }
@@ -132,12 +139,14 @@ func New(opt Options) (*Evaluator, error) {
 			return nil, fmt.Errorf("%w: %v", ErrHarness, err)
 		}
 	}
-	script, err := worker.Extract(filepath.Join(opt.CacheDir, "worker"))
-	if err != nil {
-		return nil, fmt.Errorf("%w: extract worker: %v", ErrHarness, err)
-	}
 	if opt.Progress == nil {
 		opt.Progress = func(string) {}
+	}
+	script, err := worker.Extract(filepath.Join(opt.CacheDir, "worker"))
+	if errors.Is(err, worker.ErrReplaced) {
+		opt.Progress("warning: " + err.Error())
+	} else if err != nil {
+		return nil, fmt.Errorf("%w: extract worker: %v", ErrHarness, err)
 	}
 	if opt.HostInfo == nil {
 		opt.HostInfo = DefaultHostInfo
@@ -213,10 +222,6 @@ func (e *Evaluator) workerSetup(role, device string) (env []string, settings wor
 	if err != nil {
 		return nil, settings, err
 	}
-	env = append(env,
-		"TRITON_CACHE_DIR="+filepath.Join(e.opt.CacheDir, "triton"),
-		"TORCH_EXTENSIONS_DIR="+filepath.Join(e.opt.CacheDir, "torch_extensions"),
-	)
 	if wdev == "cpu" && e.opt.Config.CPUThreads > 0 {
 		env = append(env, "OMP_NUM_THREADS="+strconv.Itoa(e.opt.Config.CPUThreads))
 	}
@@ -250,7 +255,6 @@ func (e *Evaluator) workerSetup(role, device string) (env []string, settings wor
 		Device:     wdev,
 		Poison:     e.opt.Config.Poison,
 		FlushCache: e.opt.Config.FlushCache,
-		ExtCache:   filepath.Join(e.opt.CacheDir, "ext"),
 	}
 	if wdev == "cpu" {
 		settings.CPUThreads = e.opt.Config.CPUThreads
@@ -262,12 +266,26 @@ func (e *Evaluator) workerSetup(role, device string) (env []string, settings wor
 	return env, settings, nil
 }
 
-func (e *Evaluator) spawn(role, device, dir string) (*proc, workerSettings, error) {
+// spawn starts a worker of role on device in dir, in the sandbox (confine.go). build is the kernel
+// build folder a compile writes; other workers build, and find staged builds, in dir/ext.
+func (e *Evaluator) spawn(role, device, dir, build string) (*proc, workerSettings, error) {
 	env, settings, err := e.workerSetup(role, device)
 	if err != nil {
 		return nil, settings, err
 	}
-	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Env: env, LogCap: e.opt.Config.LogLimit})
+	settings.ExtCache = filepath.Join(dir, "ext")
+	if build != "" {
+		settings.ExtCache = filepath.Join(build, "ext")
+	}
+	for _, d := range []string{filepath.Join(dir, "tmp"), settings.ExtCache} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, settings, fmt.Errorf("%w: %v", ErrHarness, err)
+		}
+	}
+	if err := e.verifyWorker(); err != nil {
+		return nil, settings, err
+	}
+	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Policy: e.workerPolicy(role, dir, build, env), LogCap: e.opt.Config.LogLimit})
 	if err != nil {
 		return nil, settings, fmt.Errorf("%w: %v", ErrHarness, err)
 	}

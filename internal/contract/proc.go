@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kbplatform/kbplatform/internal/sandbox"
 )
 
 // procError is a failure of the worker process itself (not a reply): it died, hung, or broke
@@ -70,7 +72,9 @@ type spawnSpec struct {
 	Script string
 	Role   string
 	Dir    string
-	Env    []string
+	// Policy confines the process (its Env is the variables the worker needs; spawn adds the
+	// channels').
+	Policy sandbox.Policy
 	LogCap int
 }
 
@@ -93,10 +97,19 @@ func spawn(spec spawnSpec) (*proc, error) {
 		resW.Close()
 		return nil, err
 	}
-	c := exec.Command(spec.Python, "-B", spec.Script, spec.Role)
+	policy := spec.Policy
+	policy.Env = append(append([]string(nil), policy.Env...), "KBP_CMD_FD=3", "KBP_RES_FD=4", "KBP_CLOCK_FD=5", "PYTHONUNBUFFERED=1")
+	c, err := sandbox.Command(policy, spec.Python, "-B", spec.Script, spec.Role)
+	if err != nil {
+		cmdR.Close()
+		cmdW.Close()
+		resR.Close()
+		resW.Close()
+		clockChild.Close()
+		clock.close()
+		return nil, err
+	}
 	c.Dir = spec.Dir
-	c.Env = append(os.Environ(), spec.Env...)
-	c.Env = append(c.Env, "KBP_CMD_FD=3", "KBP_RES_FD=4", "KBP_CLOCK_FD=5", "PYTHONUNBUFFERED=1")
 	c.ExtraFiles = []*os.File{cmdR, resW, clockChild}
 	logCap := spec.LogCap
 	if logCap <= 0 {

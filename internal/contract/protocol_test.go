@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/kbplatform/kbplatform/internal/sandbox"
 	"math"
 	"os"
 	"os/exec"
@@ -194,7 +195,9 @@ func startFake(t *testing.T, replies map[string]any) *proc {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(replies)
-	p, err := spawn(spawnSpec{Python: testPython(t).Path, Script: script, Role: "candidate", Dir: dir, Env: []string{"KBP_FAKE_REPLIES=" + string(b)}})
+	py := testPython(t)
+	policy := sandbox.Policy{Env: []string{"KBP_FAKE_REPLIES=" + string(b)}, ReadOnly: append(append([]string(nil), systemPaths...), py.Paths...), ReadWrite: []string{dir}}
+	p, err := spawn(spawnSpec{Python: py.Path, Script: script, Role: "candidate", Dir: dir, Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}

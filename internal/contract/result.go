@@ -4,7 +4,7 @@ import "github.com/kbplatform/kbplatform/sdk"
 
 // Version names the contract's semantics. It is part of every evaluation's key: change it when a
 // change to the harness could change a verdict or a timing.
-const Version = "kbp-contract/11"
+const Version = "kbp-contract/12"
 
 // The contract's types live in the public SDK, so that third-party targets produce the same records.
 type (
@@ -26,6 +26,7 @@ type (
 	Profile       = sdk.Profile
 	KernelTime    = sdk.KernelTime
 	Flag          = sdk.Flag
+	Sandbox       = sdk.Sandbox
 )
 
 // Error classes and verdicts (docs/contract.md).

@@ -128,7 +128,7 @@ func (e *Evaluator) newWorker(role, device string) (*workerProc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrHarness, err)
 	}
-	p, settings, err := e.spawn(role, device, dir)
+	p, settings, err := e.spawn(role, device, dir, "")
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -30,6 +30,9 @@ type Python struct {
 	Capability   string `json:"capability"`
 	TorchCompile bool   `json:"torch_compile"`
 	GPUs         []GPU  `json:"gpus"`
+	// Paths are the folders the interpreter reads its standard library, packages and torch from
+	// (prefixes, site-packages, PYTHONPATH): what a sandboxed worker must be able to read.
+	Paths []string `json:"paths"`
 }
 
 // GPU is one CUDA device as torch sees it.
@@ -54,6 +57,17 @@ if d["cuda_available"]:
         p = torch.cuda.get_device_properties(i)
         d["gpus"].append({"name": p.name, "capability": "%d.%d" % (p.major, p.minor),
                           "memory_bytes": p.total_memory, "multiprocessors": p.multi_processor_count})
+import os, site
+paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", ""),
+         os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(os.path.dirname(torch.__file__))}
+paths.update(p for p in sys.path if os.path.isabs(p))  # under -c, "" is the folder it ran in: not a path of Python's
+for f in ("getsitepackages", "getusersitepackages"):
+    try:
+        got = getattr(site, f)()
+        paths.update([got] if isinstance(got, str) else got)
+    except Exception:
+        pass
+d["paths"] = sorted(p for p in paths if p and os.path.exists(p))
 print("KBP_PROBE" + json.dumps(d))
 `
 

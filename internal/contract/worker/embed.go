@@ -2,9 +2,12 @@
 package worker
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,11 +43,18 @@ var versionOnce = sync.OnceValue(func() string {
 // Version is a content hash of the embedded worker.
 func Version() string { return versionOnce() }
 
-// Extract writes the worker under dir/<version> (once) and returns the path of run.py.
+// Extract writes the worker under dir/worker-<version> and returns the path of run.py. A folder
+// already there is used only when its files are exactly the embedded ones (Verify): one whose
+// files were changed, or that holds files of its own (a module that would shadow torch), is moved
+// aside and written afresh, and the error says so (ErrReplaced) beside the path.
+//
+// The files are read-only (0444, folders 0555): the sandbox is what keeps a kernel from writing
+// them, and the modes keep a careless hand of the user's from doing it.
 func Extract(dir string) (string, error) {
 	root := filepath.Join(dir, "worker-"+Version())
 	script := filepath.Join(root, "run.py")
-	if _, err := os.Stat(filepath.Join(root, ".complete")); err == nil {
+	verr := Verify(root)
+	if verr == nil {
 		return script, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -54,7 +64,7 @@ func Extract(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeTree(tmp)
 	err = fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -67,20 +77,124 @@ func Extract(dir string) (string, error) {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(dst, b, 0o644)
+		return os.WriteFile(dst, b, 0o444)
 	})
 	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
+	if err := readOnly(tmp); err != nil {
 		return "", err
+	}
+	replaced := false
+	if _, err := os.Lstat(root); err == nil {
+		// A folder that failed Verify: moved aside (a rename needs no rights inside it), then removed.
+		aside, err := os.MkdirTemp(dir, ".replaced-*")
+		if err != nil {
+			return "", err
+		}
+		if err := os.Rename(root, filepath.Join(aside, "worker")); err != nil {
+			return "", err
+		}
+		defer removeTree(aside)
+		replaced = true
 	}
 	if err := os.Rename(tmp, root); err != nil {
 		// Another process extracted the same version first.
-		if _, statErr := os.Stat(filepath.Join(root, ".complete")); statErr == nil {
+		if Verify(root) == nil {
 			return script, nil
 		}
 		return "", err
 	}
+	if replaced {
+		return script, fmt.Errorf("%w: %v", ErrReplaced, verr)
+	}
 	return script, nil
+}
+
+// ErrReplaced is returned beside the path when Extract found the worker's files changed and wrote
+// them again.
+var ErrReplaced = errors.New("the extracted worker's files had been changed and were written again")
+
+// Verify checks that root holds exactly the embedded worker: every file with the embedded
+// content, and nothing else.
+func Verify(root string) error {
+	want := map[string]bool{}
+	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			want[p] = d.IsDir()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	seen := 0
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		isDir, ok := want[rel]
+		if !ok {
+			return fmt.Errorf("%s is not part of the worker", p)
+		}
+		if isDir != d.IsDir() || !(d.IsDir() || d.Type().IsRegular()) {
+			return fmt.Errorf("%s is not what the worker has there", p)
+		}
+		seen++
+		if d.IsDir() {
+			return nil
+		}
+		got, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if b, _ := files.ReadFile(rel); !bytes.Equal(got, b) {
+			return fmt.Errorf("%s differs from the worker's", p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if seen != len(want) {
+		return fmt.Errorf("%s lacks %d of the worker's files", root, len(want)-seen)
+	}
+	return nil
+}
+
+// readOnly makes every file and folder below root read-only.
+func readOnly(root string) error {
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+			return nil
+		}
+		return os.Chmod(p, 0o444)
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- { // deepest first: a read-only parent still lets a child's mode change
+		if err := os.Chmod(dirs[i], 0o555); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeTree removes a tree whose folders may be read-only.
+func removeTree(root string) {
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(root)
 }

@@ -1,0 +1,209 @@
+package contract
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/kbplatform/kbplatform/internal/contract/worker"
+	"github.com/kbplatform/kbplatform/internal/sandbox"
+)
+
+// Every worker process runs in the sandbox (internal/sandbox): a candidate's, whose code a model
+// wrote, and a reference's, which keeps the trusted side's rights and nothing more. What each may
+// touch:
+//
+//   - read: the system (/usr, /etc, /proc, /sys, ...), the Python installation the interpreter
+//     reported, the CUDA toolkit and a backend's include paths, the extracted worker, the
+//     rendered tasks; a reference also reads the evaluations' folders (the candidate's output
+//     dumps);
+//   - write: its own folder, which is also its HOME, TMPDIR and every cache its libraries keep
+//     (Triton, torch extensions, inductor); a compile also writes its kernel's build folder;
+//   - devices: /dev/null and its kind, and the GPUs' device files.
+//
+// Builds are kept per kernel (buildDir): a compile writes only the builds of the source it
+// compiles, and an evaluation's process gets a copy of them in its own folder (stageBuilds), so
+// no kernel reads or changes another's build, and a spare process, started before its kernel is
+// known, needs no rights on any build.
+
+// systemPaths are read (and executed) by every worker: the programs, libraries and settings of
+// the host. Missing ones are skipped.
+var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys"}
+
+// deviceFiles are the device files every worker may use; gpuDeviceGlobs add the GPUs'.
+var (
+	deviceFiles    = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+	gpuDeviceGlobs = []string{"/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*"}
+)
+
+// toolkitVars name folders a worker reads when they are set (the CUDA toolkit, CUTLASS).
+var toolkitVars = []string{"CUDA_HOME", "CUDA_PATH", "CUTLASS_PATH"}
+
+// workerPolicy is the sandbox of one worker process of role running in dir, with env the
+// variables the harness sets (device, channels, recipe). build, when set, is the kernel build
+// folder a compile writes.
+func (e *Evaluator) workerPolicy(role, dir, build string, env []string) sandbox.Policy {
+	ro := append([]string(nil), systemPaths...)
+	ro = append(ro, e.opt.Python.Paths...)
+	ro = append(ro, filepath.Dir(e.opt.Python.Path), filepath.Dir(e.script), filepath.Join(e.opt.WorkDir, "tasks"))
+	for _, v := range toolkitVars {
+		if p := os.Getenv(v); p != "" {
+			ro = append(ro, p)
+		}
+	}
+	if r := e.opt.Recipe; r != nil && role == "candidate" {
+		ro = append(ro, r.IncludePaths...)
+		for _, v := range toolkitVars {
+			if p := r.Env[v]; p != "" {
+				ro = append(ro, p)
+			}
+		}
+	}
+	if role == "reference" {
+		ro = append(ro, e.opt.WorkDir) // the candidates' output dumps
+	}
+	rw := []string{dir}
+	if build != "" {
+		rw = append(rw, build)
+	}
+	devs := append([]string(nil), deviceFiles...)
+	for _, g := range gpuDeviceGlobs {
+		m, _ := filepath.Glob(g)
+		devs = append(devs, m...)
+	}
+	// The process's own folder holds everything its libraries would keep in the user's home or
+	// in shared caches: a kernel cannot read or seed another's.
+	set := append([]string(nil), env...)
+	set = append(set,
+		"HOME="+dir, "TMPDIR="+filepath.Join(dir, "tmp"), "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"),
+		"TRITON_HOME="+dir, "TRITON_CACHE_DIR="+filepath.Join(dir, "triton"),
+		"TORCH_EXTENSIONS_DIR="+filepath.Join(dir, "torch_extensions"),
+		"TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "inductor"),
+	)
+	return sandbox.Policy{Env: sandbox.Environ(os.Environ(), set), ReadOnly: ro, ReadWrite: rw, Devices: devs, Require: e.opt.RequireSandbox}
+}
+
+// buildDir is the build folder of kernel k's extensions on device, under the cache: one per
+// source and build settings (interpreter, device kind, architecture, a backend's flags), so that
+// only the same source's compiles and evaluations ever use it.
+func (e *Evaluator) buildDir(k Kernel, device string) string {
+	kind := "cpu"
+	if strings.HasPrefix(device, "cuda") {
+		kind = "cuda"
+	}
+	recipe, _ := json.Marshal(e.opt.Recipe)
+	h := sha256.New()
+	for _, part := range []string{k.Source, e.opt.Python.Path, e.opt.Python.Torch, kind, e.opt.Python.Capability, string(recipe)} {
+		fmt.Fprintf(h, "%d:%s", len(part), part)
+	}
+	return filepath.Join(e.opt.CacheDir, "kernels", hex.EncodeToString(h.Sum(nil))[:32])
+}
+
+// maxStagedBytes bounds what stageBuilds copies: a kernel's extensions are megabytes; a build
+// folder far larger was filled on purpose.
+const maxStagedBytes = 2 << 30
+
+// stageBuilds copies the finished builds of a kernel (each build's "ok" marker and its shared
+// objects) from its build folder's ext/ into an evaluation's ext folder, where the evaluation's
+// process finds them as cache hits. The build folder was written by the kernel's own compile, so
+// only regular files are copied: a link planted there would have the driver read a file of the
+// user's into the candidate's folder. A kernel with nothing built yet (it was compiled in another
+// process, or builds nothing) is built again in the evaluation's own folder.
+func stageBuilds(from, to string) error {
+	keys, err := os.ReadDir(from)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	var total int64
+	for _, key := range keys {
+		if !key.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(from, key.Name()))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			name := f.Name()
+			if !f.Type().IsRegular() || (name != "ok" && !strings.HasSuffix(name, ".so")) {
+				continue
+			}
+			n, err := copyRegular(filepath.Join(from, key.Name(), name), filepath.Join(to, key.Name(), name), maxStagedBytes-total)
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+	}
+	return nil
+}
+
+// copyRegular copies one regular file (never through a link) of at most limit bytes.
+func copyRegular(src, dst string, limit int64) (int64, error) {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return 0, err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, io.LimitReader(in, limit+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > limit {
+		err = fmt.Errorf("the kernel's builds exceed %d bytes", int64(maxStagedBytes))
+	}
+	return n, err
+}
+
+// verifyWorker checks the extracted worker against the embedded one before a process starts
+// from it, every time: a marker file said only that an extraction once finished, and a kernel (or
+// anything else) that rewrote the comparison code there decided every later verdict. A changed
+// worker is written again, and said.
+func (e *Evaluator) verifyWorker() error {
+	e.workerMu.Lock()
+	defer e.workerMu.Unlock()
+	root := filepath.Dir(e.script)
+	if worker.Verify(root) == nil {
+		return nil
+	}
+	if _, err := worker.Extract(filepath.Dir(root)); err != nil {
+		if !errors.Is(err, worker.ErrReplaced) {
+			return fmt.Errorf("%w: extract worker: %v", ErrHarness, err)
+		}
+		e.progress("warning: %v", err)
+	}
+	return nil
+}
+
+// sandboxStatus is what confines this host's workers, for the record; the first evaluation says
+// once what is missing.
+func (e *Evaluator) sandboxStatus() *Sandbox {
+	st := sandbox.Probe()
+	if len(st.Missing) > 0 {
+		e.sandboxNotice.Do(func() {
+			e.progress("warning: the sandbox is incomplete on this host (%s): %s", st, strings.Join(st.Missing, "; "))
+		})
+	}
+	st.Missing = append([]string(nil), st.Missing...)
+	return &st
+}
