@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-//go:embed kernels.yaml flagged/kernels.yaml */*.py
+//go:embed kernels.yaml flagged/kernels.yaml hostile/kernels.yaml */*.py
 var files embed.FS
 
 // Entry is one bundled kernel.
@@ -22,9 +22,18 @@ type Entry struct {
 	Backend string `yaml:"backend"`
 	Device  string `yaml:"device"` // cpu or cuda
 	// Want is, for a flagged kernel, the flags its result must carry (and no others).
-	Want   []string `yaml:"want"`
-	Source string   `yaml:"-"`
-	Hash   string   `yaml:"-"`
+	Want []string `yaml:"want"`
+	// Expect and Attack are, for a hostile kernel, the verdict it must get and what it tries.
+	Expect *Expect `yaml:"expect"`
+	Attack string  `yaml:"attack"`
+	Source string  `yaml:"-"`
+	Hash   string  `yaml:"-"`
+}
+
+// Expect is the verdict (pass or fail) and error class a hostile kernel must get.
+type Expect struct {
+	Verdict string `yaml:"verdict"`
+	Class   string `yaml:"class"`
 }
 
 // Name is a short label such as softmax/cuda.py.
@@ -42,6 +51,11 @@ func Load() ([]Entry, error) { return load("kernels.yaml") }
 // PyTorch, no kernel of their own, a precision downcast), and the flags each must get. They are
 // not among the bundled examples; `kbplatform eval --flagged` runs them.
 func LoadFlagged() ([]Entry, error) { return load("flagged/kernels.yaml") }
+
+// LoadHostile reads hostile/kernels.yaml: kernels that each try one escape from the evaluation
+// (write the worker, read keys, reach the network, trace the reference, ...), with the verdict each
+// must get; `kbplatform eval --hostile` runs them and checks that every one was contained.
+func LoadHostile() ([]Entry, error) { return load("hostile/kernels.yaml") }
 
 func load(manifest string) ([]Entry, error) {
 	b, err := files.ReadFile(manifest)

@@ -29,23 +29,26 @@ import (
 func (a *app) evalCmd() *cobra.Command {
 	var taskID string
 	var kernelFiles []string
-	var examples, flagged, asJSON bool
+	var examples, flagged, hostile, asJSON bool
 	var backend string
 	cmd := &cobra.Command{
-		Use:   "eval --task ID --kernel FILE | eval --examples [--flagged]",
+		Use:   "eval --task ID --kernel FILE | eval --examples [--flagged] [--hostile]",
 		Short: "Evaluate candidate kernels with the contract and store the verdicts",
 		Long: `Evaluate one or more ModelNew files against a task, or (--examples) every bundled example
 kernel that runs on the device. Each evaluation checks correctness over several seeds and input
 distributions in an isolated process, times candidate and PyTorch eager the same way, and stores
 the record in the database. --flagged evaluates the kernels written to carry a flag
-(examples/kernels/flagged) and checks that each gets exactly the flags it was written for. Exit status 3 means at least one kernel failed its verdict; 4 means
+(examples/kernels/flagged) and checks that each gets exactly the flags it was written for.
+--hostile runs the kernels that each try to escape the evaluation (examples/kernels/hostile: write
+the harness, read keys, reach the network, trace the reference, ...) and checks that each was
+contained; it exits 3 when one was not. Exit status 3 means at least one kernel failed its verdict; 4 means
 no kernel failed but some evaluations got no verdict because the task, the platform or the
 environment failed (the record says which).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bundled := examples || flagged
+			bundled := examples || flagged || hostile
 			if bundled == (taskID != "" || len(kernelFiles) > 0) {
-				return fmt.Errorf("give either --examples and/or --flagged, or --task with one or more --kernel files")
+				return fmt.Errorf("give either --examples, --flagged and/or --hostile, or --task with one or more --kernel files")
 			}
 			if !bundled && (taskID == "" || len(kernelFiles) == 0) {
 				return fmt.Errorf("--task and --kernel are both required")
@@ -55,6 +58,13 @@ environment failed (the record says which).`,
 				return err
 			}
 			defer st.Close()
+			var hr *hostileRun
+			if hostile { // before any plugin starts: they inherit the planted keys
+				if hr, err = startHostile(st); err != nil {
+					return err
+				}
+				defer hr.close()
+			}
 			pm := a.pluginManager()
 			defer pm.Close()
 			target, hw, err := a.target(pm)
@@ -69,8 +79,9 @@ environment failed (the record says which).`,
 			// all of them where a kind is needed (sizes, which examples run).
 			device := devices[0]
 			var jobs []pipeline.Job
-			skipped := map[string]int{}   // bundled kernels that cannot run on this device, by backend
-			want := map[string][]string{} // flagged kernels (by hash): the flags each must carry
+			skipped := map[string]int{}               // bundled kernels that cannot run on this device, by backend
+			want := map[string][]string{}             // flagged kernels (by hash): the flags each must carry
+			hostileWant := map[string]kernels.Entry{} // hostile kernels (by hash)
 			if bundled {
 				var entries []kernels.Entry
 				if examples {
@@ -86,6 +97,16 @@ environment failed (the record says which).`,
 						return err
 					}
 					entries = append(entries, fl...)
+				}
+				if hostile {
+					hs, err := kernels.LoadHostile()
+					if err != nil {
+						return err
+					}
+					for _, h := range hs {
+						hostileWant[h.Hash] = h
+					}
+					entries = append(entries, hs...)
 				}
 				for _, e := range entries {
 					if !e.Runs(device) {
@@ -241,6 +262,15 @@ environment failed (the record says which).`,
 			if bundled && !asJSON {
 				a.examplesNotes(device, skipped)
 			}
+			if hr != nil && !asJSON {
+				vs := hr.judge(st, stored, hostileWant, a.cfg.CacheDir)
+				if renderHostile(a.out, vs, len(hostileWant)) < len(hostileWant) {
+					return exitError{code: exitKernelFailed, msg: "a hostile kernel was not contained"}
+				}
+				if !examples && !flagged {
+					return nil // hostile kernels fail by design: containment is the suite's verdict
+				}
+			}
 			if wrong := flagMismatches(stored, want); len(wrong) > 0 {
 				for _, w := range wrong {
 					fmt.Fprintln(a.errOut, "flags: "+w)
@@ -259,6 +289,7 @@ environment failed (the record says which).`,
 	cmd.Flags().StringArrayVar(&kernelFiles, "kernel", nil, "candidate `FILE` defining ModelNew (repeatable)")
 	cmd.Flags().BoolVar(&examples, "examples", false, "evaluate the bundled example kernels that run on the device")
 	cmd.Flags().BoolVar(&flagged, "flagged", false, "evaluate the kernels written to carry a flag (examples/kernels/flagged) and check their flags")
+	cmd.Flags().BoolVar(&hostile, "hostile", false, "evaluate the kernels that try to escape the evaluation (examples/kernels/hostile) and check each was contained")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored record(s) as JSON")
 	cmd.Flags().StringVar(&backend, "backend", "", "backend whose static checks to run (cpp, cuda, triton, cutlass; default: guessed from each file)")
 	addContractFlags(cmd)
@@ -388,6 +419,12 @@ func renderVerdict(w io.Writer, ev *store.Evaluation) {
 	fmt.Fprintf(w, "task      %s (size %s)\n", r.Task.ID, r.Task.Size)
 	fmt.Fprintf(w, "kernel    %s (%s)\n", r.Kernel.Name, short(r.Kernel.Hash))
 	fmt.Fprintf(w, "device    %s — %s\n", r.Device, r.Fingerprint.Summary())
+	if sb := r.Sandbox; sb != nil {
+		fmt.Fprintf(w, "sandbox   %s\n", sb)
+		for _, m := range sb.Missing {
+			fmt.Fprintf(w, "          missing: %s\n", m)
+		}
+	}
 	switch r.Verdict {
 	case contract.Pass:
 		n := len(r.Trials)
