@@ -92,13 +92,19 @@ func (c Common) Merge(p sdk.SamplingParams) Params {
 	return out
 }
 
+// KeyEnv names the variable the key is read from: the one the settings name, else def (none
+// when both are empty). The host gives the plugin's process this variable and no other key.
+func (c Common) KeyEnv(def string) string {
+	if c.APIKeyEnv != "" {
+		return c.APIKeyEnv
+	}
+	return def
+}
+
 // Key reads the API key from the variable the settings name (def when they name none). An unset
 // variable is ErrMissingAPIKey when required; a local server may need no key.
 func (c Common) Key(def string, required bool) (string, error) {
-	name := c.APIKeyEnv
-	if name == "" {
-		name = def
-	}
+	name := c.KeyEnv(def)
 	if name == "" {
 		return "", nil
 	}
