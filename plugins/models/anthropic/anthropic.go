@@ -143,7 +143,7 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 		params, extra := s.params(req.Messages, p, dropped)
 		msg, err := svc.New(ctx, params, extra...)
 		if err != nil {
-			return nil, classify(ctx, err)
+			return nil, s.Redact(classify(ctx, err), defaultKeyEnv)
 		}
 		return reply(msg)
 	})

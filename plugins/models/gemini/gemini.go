@@ -181,14 +181,14 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 	}
 	client, err := s.client(ctx)
 	if err != nil {
-		return nil, err
+		return nil, s.Redact(err, s.defaultKeyEnv())
 	}
 	p := s.Merge(req.Params)
 	return chat.Collect(ctx, req.N, s.N, drop, func(ctx context.Context, n int, dropped map[string]bool) (*sdk.GenerateResponse, error) {
 		contents, cfg := s.request(req.Messages, p, n, dropped)
 		resp, err := client.Models.GenerateContent(ctx, s.Model, contents, cfg)
 		if err != nil {
-			return nil, classify(ctx, err)
+			return nil, s.Redact(classify(ctx, err), s.defaultKeyEnv())
 		}
 		return reply(resp)
 	})

@@ -172,7 +172,7 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 		params, extra := s.params(req.Messages, p, n, dropped)
 		c, err := svc.New(ctx, params, extra...)
 		if err != nil {
-			return nil, classify(ctx, err)
+			return nil, s.Redact(classify(ctx, err), s.defaultKeyEnv())
 		}
 		return reply(c)
 	})

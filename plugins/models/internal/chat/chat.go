@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kbplatform/kbplatform/sdk"
+	"github.com/kbplatform/kbplatform/sdk/secret"
 )
 
 // Common are the settings every provider plugin accepts, with the same meaning everywhere.
@@ -113,6 +114,14 @@ func (c Common) Key(def string, required bool) (string, error) {
 		return "", fmt.Errorf("%w: the environment variable %s is not set", sdk.ErrMissingAPIKey, name)
 	}
 	return key, nil
+}
+
+// Redact removes from a failure's message the key (read from the variable KeyEnv(def) names)
+// and every other secret of the plugin's environment: a provider that echoes the key it was sent
+// in an error body must not have it logged, stored or shown to a strategy. errors.Is still sees
+// the failure.
+func (c Common) Redact(err error, def string) error {
+	return secret.RedactError(err, secret.InEnv(c.KeyEnv(def))...)
 }
 
 // Request sends one provider request for up to n completions.
