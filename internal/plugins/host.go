@@ -73,8 +73,8 @@ type Options struct {
 	Secrets []string
 	// Grant names the secret variables one plugin instance receives, given its spec and
 	// settings: the key variable a built-in provider reads by default, the cluster target's
-	// password. A model instance receives the variable its settings' api_key_env names without
-	// it. Nil: no more than that.
+	// password. Whatever Grant says, a model instance receives the variable its settings'
+	// api_key_env names; with Grant nil, that is the only secret any process receives.
 	Grant func(spec Spec, config json.RawMessage) []string
 }
 
