@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/kbplatform/kbplatform/sdk/secret"
 )
 
 // Errors that keep their identity across the plugin boundary: a plugin returns (or wraps) one,
@@ -63,6 +65,9 @@ var sentinels = []struct {
 }
 
 // ToStatus turns an error into a gRPC status error carrying an ErrorInfo reason for sentinels.
+// No message leaves a process with a secret of that process's environment in it, or a word
+// shaped like a provider's key (sdk/secret): whichever side made the error, the other side logs
+// and stores it.
 func ToStatus(err error) error {
 	if err == nil {
 		return nil
@@ -70,11 +75,12 @@ func ToStatus(err error) error {
 	if _, ok := status.FromError(err); ok && !isLocal(err) {
 		return err // already a status (e.g. from a nested call)
 	}
+	msg := secret.Redact(err.Error(), secret.InEnv()...)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
+		return status.Error(codes.DeadlineExceeded, msg)
 	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
+		return status.Error(codes.Canceled, msg)
 	}
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
@@ -82,14 +88,14 @@ func ToStatus(err error) error {
 			if d, ok := RetryAfter(err); ok {
 				details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
 			}
-			st, derr := status.New(s.code, err.Error()).WithDetails(details...)
+			st, derr := status.New(s.code, msg).WithDetails(details...)
 			if derr != nil {
-				return status.Error(s.code, err.Error())
+				return status.Error(s.code, msg)
 			}
 			return st.Err()
 		}
 	}
-	return status.Error(codes.Unknown, err.Error())
+	return status.Error(codes.Unknown, msg)
 }
 
 // isLocal reports whether err is one of ours that merely happens to wrap a status.

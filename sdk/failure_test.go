@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,6 +65,20 @@ func TestTransportFailure(t *testing.T) {
 	cancel()
 	if err := TransportFailure(cancelled, errors.New("anything")); !errors.Is(err, context.Canceled) || Transient(err) {
 		t.Errorf("the caller's cancellation: %v", err)
+	}
+}
+
+// A provider that echoes a key in its error, or a transport error whose URL carries one: the
+// failure keeps its class and loses the key.
+func TestFailuresAreRedacted(t *testing.T) {
+	t.Setenv("KBP_FAILURE_TEST_KEY", "kbp-f41l-0123456789")
+	err := HTTPFailure(401, nil, "invalid_api_key", "Incorrect API key provided: kbp-f41l-0123456789.")
+	if !errors.Is(err, ErrInvalidAPIKey) || err.Error() != "invalid API key: HTTP 401: invalid_api_key Incorrect API key provided: [redacted]." {
+		t.Errorf("HTTP: %v", err)
+	}
+	err = TransportFailure(context.Background(), errors.New(`Post "https://h/v1beta/models/g:generateContent?key=AIzaSy0123456789abcdefghij": connection refused`))
+	if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), "AIzaSy0123456789") {
+		t.Errorf("transport: %v", err)
 	}
 }
 

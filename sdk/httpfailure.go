@@ -9,15 +9,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kbplatform/kbplatform/sdk/secret"
 )
 
 // HTTPFailure turns a provider's HTTP error reply into the SDK's generation failures, so that
 // every model plugin classifies the same way: 401 is an invalid key, 404 an unknown model, 429 a
 // rate limit (with the server's Retry-After), 5xx unavailable, and a 400 whose message says so is
 // a context length, a content filter or a rejected parameter. code and message are the
-// provider's error code and text (either may be empty).
+// provider's error code and text (either may be empty). A secret of the plugin's environment,
+// or anything shaped like a provider's key, is redacted from the text: a provider may echo the
+// key it was sent ("Incorrect API key provided: sk-...").
 func HTTPFailure(status int, header http.Header, code, message string) error {
-	text := strings.TrimSpace(code + " " + message)
+	text := secret.Redact(strings.TrimSpace(code+" "+message), secret.InEnv()...)
 	if text == "" {
 		text = http.StatusText(status)
 	}
@@ -81,14 +85,16 @@ func ParseRetryAfter(h http.Header) time.Duration {
 }
 
 // TransportFailure classifies an error that got no HTTP reply: a timeout, a refused or reset
-// connection (both unavailable: the host retries them), or the caller's cancellation.
+// connection (both unavailable: the host retries them), or the caller's cancellation. The
+// error's text is redacted as HTTPFailure's is (a URL may carry a key in its query).
 func TransportFailure(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	text := secret.Redact(err.Error(), secret.InEnv()...)
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return fmt.Errorf("%w: the provider did not answer in time: %v", context.DeadlineExceeded, err)
+		return fmt.Errorf("%w: the provider did not answer in time: %s", context.DeadlineExceeded, text)
 	}
-	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	return fmt.Errorf("%w: %s", ErrUnavailable, text)
 }

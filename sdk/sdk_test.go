@@ -57,6 +57,14 @@ func TestErrorsKeepTheirIdentityAcrossTheBoundary(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a secret of the plugin's environment stays in the plugin", func(t *testing.T) {
+		t.Setenv("KBP_BOUNDARY_TEST_TOKEN", "tok-0123456789abcdef")
+		r := plugintest.Connect(t, &errModel{err: fmt.Errorf("%w: HTTP 401: tok-0123456789abcdef or sk-proj-0a1b2c3d4e5f6g", sdk.ErrInvalidAPIKey)})
+		_, err := r.Model().Generate(context.Background(), sdk.GenerateRequest{N: 1})
+		if !errors.Is(err, sdk.ErrInvalidAPIKey) || err.Error() != "invalid API key: HTTP 401: [redacted] or [redacted]" {
+			t.Fatalf("got %v", err)
+		}
+	})
 	t.Run("deadline", func(t *testing.T) {
 		r := plugintest.Connect(t, &errModel{err: context.DeadlineExceeded})
 		_, err := r.Model().Generate(context.Background(), sdk.GenerateRequest{N: 1})

@@ -139,11 +139,8 @@ func (ms *modelSettings) gatewayOptions(noCache bool) func(study.PluginRef) gate
 	}
 }
 
-// providerKeys are the variables the provider plugins read a key from by default.
-var providerKeys = []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
-
 // keyVariables lists the api_key_env of the models and of every named configuration: variables
-// that only model plugins receive.
+// that only the model plugin naming one receives, whatever their names.
 func (ms *modelSettings) keyVariables(refs []study.PluginRef) []string {
 	var out []string
 	add := func(cfg map[string]any) {

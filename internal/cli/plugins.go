@@ -52,6 +52,25 @@ var builtins = map[string]func() sdk.Plugin{
 	"strategy/backtrack": func() sdk.Plugin { return backtrack.New() },
 }
 
+// builtinSecrets name the secret variables a built-in plugin reads under its settings, beyond
+// what a model's api_key_env names: a provider's default key, the cluster target's password.
+// Every other secret of the host's environment stays out of the plugin's process.
+var builtinSecrets = map[string]func(json.RawMessage) []string{
+	"model/openai":    openai.SecretEnv,
+	"model/anthropic": anthropic.SecretEnv,
+	"model/gemini":    gemini.SecretEnv,
+	"target/cluster":  func(json.RawMessage) []string { return []string{cluster.EnvPassword} },
+}
+
+// grantBuiltin is the plugin manager's Grant: a built-in's own secrets. A third-party binary
+// that takes a built-in's name gets what its settings name, not the built-in's defaults.
+func grantBuiltin(spec plugins.Spec, config json.RawMessage) []string {
+	if f := builtinSecrets[spec.Ref()]; f != nil && spec.Source != plugins.SourceThirdParty {
+		return f(config)
+	}
+	return nil
+}
+
 func builtinRefs() []string {
 	out := make([]string, 0, len(builtins))
 	for k := range builtins {
@@ -84,12 +103,17 @@ func (a *app) pluginDirs() []string {
 	return out
 }
 
-// pluginManager starts plugins; secrets name extra environment variables (API keys) that only
-// model plugins may see, besides the providers' usual ones.
+// pluginManager starts plugins; secrets name environment variables (API keys) that only a
+// model plugin naming them may see, besides every variable whose name marks a credential.
 func (a *app) pluginManager(secrets ...string) *plugins.Manager {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
+	}
+	// The keys of the configuration file's named models stay hidden in every command, not only
+	// in the studies that use them (a file it cannot read is reported where models are used).
+	if ms, err := a.loadModelSettings(); err == nil {
+		secrets = append(secrets, ms.keyVariables(nil)...)
 	}
 	level := hclog.LevelFromString(a.v.GetString("log_level"))
 	if level == hclog.NoLevel {
@@ -101,7 +125,8 @@ func (a *app) pluginManager(secrets ...string) *plugins.Manager {
 		LockFile: a.v.GetString("plugin_lock"),
 		Builtins: builtinRefs(),
 		Logger:   hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: level, Output: a.errOut}),
-		Secrets:  append(append([]string(nil), providerKeys...), secrets...),
+		Secrets:  secrets,
+		Grant:    grantBuiltin,
 	})
 }
 

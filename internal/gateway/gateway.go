@@ -66,6 +66,7 @@ type Gateway struct {
 	o        Options
 	endpoint string
 	provider string // the model name in the settings, if any
+	keyEnv   string // the variable the settings name the key in, if any
 	keyBase  []byte // the settings that shape a reply, canonical
 	lim      *limiter
 
@@ -84,6 +85,7 @@ func New(m sdk.Model, o Options, ls *Limiters) *Gateway {
 	_ = json.Unmarshal(o.Config, &cfg)
 	base, _ := cfg["base_url"].(string)
 	g.provider, _ = cfg["model"].(string)
+	g.keyEnv, _ = cfg["api_key_env"].(string)
 	g.endpoint = o.Plugin
 	if base != "" {
 		g.endpoint += " " + base

@@ -327,3 +327,39 @@ func TestTokensPerMinute(t *testing.T) {
 		t.Errorf("three calls of 120 tokens at 240 tokens a minute took %s", el)
 	}
 }
+
+// leakyModel is a plugin that puts its key into its errors unredacted, as a careless third-party
+// plugin might.
+type leakyModel struct{ env string }
+
+func (leakyModel) Info() sdk.Info                                     { return sdk.Info{Kind: sdk.KindModel, Name: "leaky"} }
+func (leakyModel) Configure(context.Context, sdk.Configuration) error { return nil }
+func (l leakyModel) Generate(context.Context, sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	return nil, fmt.Errorf("%w: HTTP 401: key %s refused", sdk.ErrInvalidAPIKey, os.Getenv(l.env))
+}
+
+// The gateway redacts on its own: the key of the variable the settings name, even one whose name
+// does not look like a key's, is in no error, log line or record, and the error keeps its class.
+func TestGatewayRedactsWhatAPluginLeaks(t *testing.T) {
+	const key = "leaky-0123456789abcdef"
+	t.Setenv("KBP_LEAKY_ACCESS", key)
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var logs bytes.Buffer
+	g := New(leakyModel{env: "KBP_LEAKY_ACCESS"}, Options{Name: "leaky", Plugin: "model/leaky", Store: st,
+		Config: json.RawMessage(`{"model": "m", "api_key_env": "KBP_LEAKY_ACCESS"}`), Log: func(s string) { logs.WriteString(s + "\n") }}, nil)
+	_, err = g.Generate(context.Background(), call, ask("relu", 1))
+	if !errors.Is(err, sdk.ErrInvalidAPIKey) || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "key [redacted] refused") {
+		t.Errorf("got %v", err)
+	}
+	calls, _ := st.Calls(call.Study)
+	if len(calls) != 1 || strings.Contains(calls[0].Error, key) || calls[0].Failure != sdk.FailureInvalidKey {
+		t.Errorf("records %+v", calls)
+	}
+	if strings.Contains(logs.String(), key) {
+		t.Errorf("logs:\n%s", logs.String())
+	}
+}

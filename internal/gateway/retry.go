@@ -10,6 +10,7 @@ import (
 
 	"github.com/kbplatform/kbplatform/internal/plugins"
 	"github.com/kbplatform/kbplatform/sdk"
+	"github.com/kbplatform/kbplatform/sdk/secret"
 )
 
 // Retry says how often and how patiently a transient failure is retried.
@@ -99,6 +100,12 @@ func (g *Gateway) try(ctx context.Context, req sdk.GenerateRequest, timeout time
 		defer cancel()
 	}
 	resp, err := g.model.Generate(ctx, req)
+	// Before the error is logged, stored or returned to a strategy: a provider may echo the key
+	// (the plugin redacts it too, but a third-party plugin may not), and the variable the
+	// settings name need not look like a key's.
+	if err != nil {
+		err = secret.RedactError(err, secret.InEnv(g.keyEnv)...)
+	}
 	used := 0
 	if resp != nil {
 		used = int(resp.Usage.PromptTokens + resp.Usage.CompletionTokens)

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -67,10 +66,16 @@ type Options struct {
 	Builtins []string     // "kind/name" of the plugins compiled into Exe
 	Logger   hclog.Logger // plugin logs are re-logged here
 	Stderr   io.Writer    // plugin stderr that is not a log line (default: discarded)
-	Env      []string     // extra environment for plugin processes
-	// Secrets name environment variables (API keys) that only model plugins receive: a backend,
-	// strategy or target plugin never sees a provider's key.
+	Env      []string     // extra environment for every plugin process, passed as given
+	// Secrets name environment variables that no plugin process receives unless granted, besides
+	// every variable secret.IsName recognises (API keys, tokens, passwords, the providers'
+	// variables): the api_key_env of a study's models, say, whatever their names.
 	Secrets []string
+	// Grant names the secret variables one plugin instance receives, given its spec and
+	// settings: the key variable a built-in provider reads by default, the cluster target's
+	// password. Whatever Grant says, a model instance receives the variable its settings'
+	// api_key_env names; with Grant nil, that is the only secret any process receives.
+	Grant func(spec Spec, config json.RawMessage) []string
 }
 
 // Manager starts plugins.
@@ -183,10 +188,10 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// client starts the process of spec and connects to it.
-func (m *Manager) client(spec Spec) (*plugin.Client, *pluginhost.Remote, error) {
+// client starts the process of spec, with the secret variables grant names, and connects to it.
+func (m *Manager) client(spec Spec, grant []string) (*plugin.Client, *pluginhost.Remote, error) {
 	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, spec.Kind)
+	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, grant)
 	// A session of its own: everything the plugin starts (workers, compilers), in whatever process
 	// group, stays in this session and is killed with it. It dies with the host, too.
 	cmd.SysProcAttr = pluginProcAttr()
@@ -199,6 +204,8 @@ func (m *Manager) client(spec Spec) (*plugin.Client, *pluginhost.Remote, error) 
 		GRPCDialOptions:  sdk.DialOptions(),
 		Logger:           m.opt.Logger.Named(spec.Ref()),
 		StartTimeout:     2 * time.Minute,
+		// go-plugin would append the host's whole environment to cmd.Env, undoing pluginEnv.
+		SkipHostEnv: true,
 	}
 	if m.opt.Stderr != nil {
 		cfg.Stderr = m.opt.Stderr
@@ -312,6 +319,7 @@ type Instance struct {
 	spec     Spec
 	config   json.RawMessage
 	platform sdk.Platform
+	grant    []string // the secret variables this instance's process receives
 	mu       sync.Mutex
 	client   *plugin.Client
 	remote   *pluginhost.Remote
@@ -329,7 +337,9 @@ func (m *Manager) Start(ctx context.Context, ref string, config json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
-	inst := &Instance{m: m, spec: spec, config: config, platform: platform}
+	// The environment is decided per instance, from its settings: two instances of model/openai
+	// naming different keys each hold their own only.
+	inst := &Instance{m: m, spec: spec, config: config, platform: platform, grant: m.grants(spec, config)}
 	if _, err := inst.conn(ctx); err != nil {
 		return nil, err
 	}
@@ -382,7 +392,7 @@ func (i *Instance) conn(ctx context.Context) (*pluginhost.Remote, error) {
 	if i.client != nil {
 		shutdown(i.client)
 	}
-	c, r, err := i.m.client(i.spec)
+	c, r, err := i.m.client(i.spec, i.grant)
 	if err != nil {
 		return nil, err
 	}
@@ -555,7 +565,7 @@ func (m *Manager) inspect(spec Spec) (sdk.Info, error) {
 		}
 	}
 	cmd := exec.Command(s.Path, s.Args...)
-	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, "") // its kind is not known yet
+	cmd.Env = pluginEnv(os.Environ(), m.opt.Env, m.opt.Secrets, nil) // its kind is not known yet: no secret
 	cmd.SysProcAttr = pluginProcAttr()
 	c := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
@@ -566,6 +576,7 @@ func (m *Manager) inspect(spec Spec) (sdk.Info, error) {
 		GRPCDialOptions:  sdk.DialOptions(),
 		Logger:           m.opt.Logger.Named("inspect"),
 		StartTimeout:     time.Minute,
+		SkipHostEnv:      true,
 	})
 	defer shutdown(c)
 	rpc, err := c.Client()
@@ -598,21 +609,4 @@ func short(h string) string {
 		return h[:16]
 	}
 	return h
-}
-
-// pluginEnv is the environment of a plugin process: the host's and the extra variables, without
-// the secrets unless the plugin is a model.
-func pluginEnv(environ, extra, secrets []string, kind string) []string {
-	env := append(append([]string(nil), environ...), extra...)
-	if kind == sdk.KindModel || len(secrets) == 0 {
-		return env
-	}
-	out := env[:0]
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(secrets, name) {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 		sdk.Serve(&spawner{})
 	case "echo-target":
 		sdk.Serve(&echoTarget{})
+	case "env-model":
+		sdk.Serve(envModel{})
 	}
 	os.Exit(0)
 }

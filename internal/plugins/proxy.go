@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"slices"
 
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -26,9 +27,17 @@ type base struct{ i *Instance }
 func (b base) Info() sdk.Info { return b.i.Info() }
 
 func (b base) Configure(ctx context.Context, c sdk.Configuration) error {
+	grant := b.i.m.grants(b.i.spec, c.Raw)
 	b.i.mu.Lock()
 	b.i.config, b.i.platform = c.Raw, c.Platform
+	// A process's environment is fixed when it starts: one that holds other secrets than the new
+	// settings grant is replaced.
+	restart := !slices.Equal(grant, b.i.grant)
+	b.i.grant = grant
 	b.i.mu.Unlock()
+	if restart {
+		b.i.Close()
+	}
 	r, err := b.i.conn(ctx)
 	if err != nil {
 		return err

@@ -53,7 +53,16 @@ const (
 	defaultTimeout   = 10 * time.Minute
 	defaultMaxTokens = 8192 // the API requires max_tokens
 	defaultBaseURL   = "https://api.anthropic.com/"
+	defaultKeyEnv    = "ANTHROPIC_API_KEY" // where the key is read from when api_key_env names nothing
 )
+
+// SecretEnv names the environment variables the plugin reads a credential from under these
+// settings: the host starts its process with these and no other secret (docs/models.md).
+func SecretEnv(config json.RawMessage) []string {
+	var s Settings
+	_ = json.Unmarshal(config, &s) // settings that do not decode name the default; Configure reports them
+	return []string{s.KeyEnv(defaultKeyEnv)}
+}
 
 // Model implements sdk.Model.
 type Model struct {
@@ -120,7 +129,7 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 	case len(req.Messages) == 0:
 		return nil, fmt.Errorf("%w: no messages", sdk.ErrInvalidArgument)
 	}
-	key, err := s.Key("ANTHROPIC_API_KEY", true)
+	key, err := s.Key(defaultKeyEnv, true)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +143,7 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 		params, extra := s.params(req.Messages, p, dropped)
 		msg, err := svc.New(ctx, params, extra...)
 		if err != nil {
-			return nil, classify(ctx, err)
+			return nil, s.Redact(classify(ctx, err), defaultKeyEnv)
 		}
 		return reply(msg)
 	})

@@ -115,10 +115,35 @@ func (s Settings) optional() []string {
 
 func (s Settings) vertex() bool { return s.Backend == "vertex" }
 
+// defaultKeyEnv is where the key is read from when api_key_env names nothing: GEMINI_API_KEY on
+// the Gemini API; Vertex AI uses application default credentials instead.
+func (s Settings) defaultKeyEnv() string {
+	if s.vertex() {
+		return ""
+	}
+	return "GEMINI_API_KEY"
+}
+
+// SecretEnv names the environment variables the plugin reads a credential from under these
+// settings: the host starts its process with these and no other secret (docs/models.md). On
+// Vertex AI without a key that is GOOGLE_APPLICATION_CREDENTIALS, the file of the application
+// default credentials, when the user keeps them there.
+func SecretEnv(config json.RawMessage) []string {
+	var s Settings
+	_ = json.Unmarshal(config, &s) // settings that do not decode name the default; Configure reports them
+	if name := s.KeyEnv(s.defaultKeyEnv()); name != "" {
+		return []string{name}
+	}
+	if s.vertex() {
+		return []string{"GOOGLE_APPLICATION_CREDENTIALS"}
+	}
+	return nil
+}
+
 // client builds a genai client from the settings alone: the key comes from the variable
 // api_key_env names (GEMINI_API_KEY by default), never from a setting.
 func (s Settings) client(ctx context.Context) (*genai.Client, error) {
-	key, err := s.Key(map[bool]string{false: "GEMINI_API_KEY", true: ""}[s.vertex()], !s.vertex())
+	key, err := s.Key(s.defaultKeyEnv(), !s.vertex())
 	if err != nil {
 		return nil, err
 	}
@@ -156,14 +181,14 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 	}
 	client, err := s.client(ctx)
 	if err != nil {
-		return nil, err
+		return nil, s.Redact(err, s.defaultKeyEnv())
 	}
 	p := s.Merge(req.Params)
 	return chat.Collect(ctx, req.N, s.N, drop, func(ctx context.Context, n int, dropped map[string]bool) (*sdk.GenerateResponse, error) {
 		contents, cfg := s.request(req.Messages, p, n, dropped)
 		resp, err := client.Models.GenerateContent(ctx, s.Model, contents, cfg)
 		if err != nil {
-			return nil, classify(ctx, err)
+			return nil, s.Redact(classify(ctx, err), s.defaultKeyEnv())
 		}
 		return reply(resp)
 	})

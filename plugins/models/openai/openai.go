@@ -106,6 +106,26 @@ func (s Settings) official() bool {
 	return s.BaseURL == "" || strings.Contains(s.BaseURL, "api.openai.com")
 }
 
+// defaultKeyEnv is where the key is read from when api_key_env names nothing: OPENAI_API_KEY for
+// OpenAI itself; another server gets no key unless its settings name one.
+func (s Settings) defaultKeyEnv() string {
+	if s.official() {
+		return "OPENAI_API_KEY"
+	}
+	return ""
+}
+
+// SecretEnv names the environment variables the plugin reads a credential from under these
+// settings: the host starts its process with these and no other secret (docs/models.md).
+func SecretEnv(config json.RawMessage) []string {
+	var s Settings
+	_ = json.Unmarshal(config, &s) // settings that do not decode name the default; Configure reports them
+	if name := s.KeyEnv(s.defaultKeyEnv()); name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
 // optional lists the optional parameters a request may carry, by their wire names.
 func (m *Model) optional() []string {
 	m.mu.Lock()
@@ -131,11 +151,7 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 	if len(req.Messages) == 0 {
 		return nil, fmt.Errorf("%w: no messages", sdk.ErrInvalidArgument)
 	}
-	def := ""
-	if s.official() {
-		def = "OPENAI_API_KEY"
-	}
-	key, err := s.Key(def, s.official())
+	key, err := s.Key(s.defaultKeyEnv(), s.official())
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +172,7 @@ func (m *Model) Generate(ctx context.Context, req sdk.GenerateRequest) (*sdk.Gen
 		params, extra := s.params(req.Messages, p, n, dropped)
 		c, err := svc.New(ctx, params, extra...)
 		if err != nil {
-			return nil, classify(ctx, err)
+			return nil, s.Redact(classify(ctx, err), s.defaultKeyEnv())
 		}
 		return reply(c)
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kbplatform/kbplatform/sdk"
+	"github.com/kbplatform/kbplatform/sdk/secret"
 )
 
 // Common are the settings every provider plugin accepts, with the same meaning everywhere.
@@ -92,13 +93,19 @@ func (c Common) Merge(p sdk.SamplingParams) Params {
 	return out
 }
 
+// KeyEnv names the variable the key is read from: the one the settings name, else def (none
+// when both are empty). The host gives the plugin's process this variable and no other key.
+func (c Common) KeyEnv(def string) string {
+	if c.APIKeyEnv != "" {
+		return c.APIKeyEnv
+	}
+	return def
+}
+
 // Key reads the API key from the variable the settings name (def when they name none). An unset
 // variable is ErrMissingAPIKey when required; a local server may need no key.
 func (c Common) Key(def string, required bool) (string, error) {
-	name := c.APIKeyEnv
-	if name == "" {
-		name = def
-	}
+	name := c.KeyEnv(def)
 	if name == "" {
 		return "", nil
 	}
@@ -107,6 +114,14 @@ func (c Common) Key(def string, required bool) (string, error) {
 		return "", fmt.Errorf("%w: the environment variable %s is not set", sdk.ErrMissingAPIKey, name)
 	}
 	return key, nil
+}
+
+// Redact removes from a failure's message the key (read from the variable KeyEnv(def) names)
+// and every other secret of the plugin's environment: a provider that echoes the key it was sent
+// in an error body must not have it logged, stored or shown to a strategy. errors.Is still sees
+// the failure.
+func (c Common) Redact(err error, def string) error {
+	return secret.RedactError(err, secret.InEnv(c.KeyEnv(def))...)
 }
 
 // Request sends one provider request for up to n completions.
