@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -31,14 +32,32 @@ const hostileCanaryFile = ".kbplatform-hostile-canary"
 var hostileKeys = []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "KBP_HOSTILE_SECRET_TOKEN"}
 
 // hostilePlanted are files an escape would leave outside the evaluation's folders.
-func hostilePlanted(home string) []string {
-	return []string{"/tmp/kbp-hostile-planted", "/dev/shm/kbp-hostile-planted", "/var/tmp/kbp-hostile-planted", filepath.Join(home, "kbp-hostile-planted")}
+func hostilePlanted(homes []string) []string {
+	out := []string{"/tmp/kbp-hostile-planted", "/dev/shm/kbp-hostile-planted", "/var/tmp/kbp-hostile-planted"}
+	for _, h := range homes {
+		out = append(out, filepath.Join(h, "kbp-hostile-planted"))
+	}
+	return out
+}
+
+// hostileHomes are the homes a kernel would look in: $HOME, and the account's home from the
+// password database (what a kernel finds, since its own HOME is its folder).
+func hostileHomes() ([]string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, err
+	}
+	homes := []string{home}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" && u.HomeDir != home {
+		homes = append(homes, u.HomeDir)
+	}
+	return homes, nil
 }
 
 // hostileRun is the suite's setting: the canary, what it planted, and the records stored before.
 type hostileRun struct {
 	canary  string
-	home    string
+	homes   []string
 	closers []io.Closer
 	restore []func()
 	before  map[string]string // evaluation id -> digest of its stored JSON
@@ -61,21 +80,23 @@ func startHostile(st *store.Store) (*hostileRun, error) {
 			}
 		})
 	}
-	home, err := os.UserHomeDir()
+	homes, err := hostileHomes()
 	if err != nil {
 		h.close()
 		return nil, fmt.Errorf("hostile suite: %w", err)
 	}
-	h.home = home
-	for _, p := range append(hostilePlanted(home), filepath.Join(home, hostileCanaryFile)) {
+	h.homes = homes
+	for _, p := range hostilePlanted(homes) {
 		_ = os.Remove(p) // an earlier run's
 	}
-	canaryFile := filepath.Join(home, hostileCanaryFile)
-	if err := os.WriteFile(canaryFile, []byte(h.canary), 0o600); err != nil {
-		h.close()
-		return nil, fmt.Errorf("hostile suite: plant the canary file: %w", err)
+	for _, home := range homes {
+		canaryFile := filepath.Join(home, hostileCanaryFile)
+		if err := os.WriteFile(canaryFile, []byte(h.canary), 0o600); err != nil {
+			h.close()
+			return nil, fmt.Errorf("hostile suite: plant the canary file: %w", err)
+		}
+		h.restore = append(h.restore, func() { os.Remove(canaryFile) })
 	}
-	h.restore = append(h.restore, func() { os.Remove(canaryFile) })
 	sockDir, err := os.MkdirTemp("", "kbp-hostile-")
 	if err != nil {
 		h.close()
@@ -148,7 +169,7 @@ func (h *hostileRun) judge(st *store.Store, stored []*store.Evaluation, want map
 	if err := worker.Verify(filepath.Join(cacheDir, "worker", "worker-"+worker.Version())); err != nil {
 		runWide = append(runWide, "the extracted worker changed: "+err.Error())
 	}
-	for _, p := range hostilePlanted(h.home) {
+	for _, p := range hostilePlanted(h.homes) {
 		if _, err := os.Lstat(p); err == nil {
 			runWide = append(runWide, "a file was planted at "+p)
 			os.Remove(p)

@@ -530,7 +530,26 @@ func (p *proc) deathError(when string) error {
 	if hasMemoryFault(log) {
 		class = "illegal_memory_access"
 	}
+	if line, ok := helperFailure(p.waitErr, log); ok {
+		// The sandbox could not be applied: nothing of the worker ran.
+		return &procError{Class: ClassHarness, Message: fmt.Sprintf("the %s process could not start: %s", p.role, line)}
+	}
 	return &procError{Class: class, Message: fmt.Sprintf("the %s process %s %s", p.role, desc, when)}
+}
+
+// helperFailure reports the line the sandbox helper printed when it exited without starting the
+// worker.
+func helperFailure(waitErr error, log string) (string, bool) {
+	var ee *exec.ExitError
+	if !errors.As(waitErr, &ee) || ee.ExitCode() != sandbox.ExitHelper {
+		return "", false
+	}
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, sandbox.HelperPrefix) {
+			return l, true
+		}
+	}
+	return "", false
 }
 
 var memoryFaults = []string{"illegal memory access", "misaligned address", "unspecified launch failure", "illegal instruction", "device-side assert"}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"slices"
 	"strings"
+
+	"github.com/kbplatform/kbplatform/sdk/secret"
 )
 
 // allowedNames pass from the caller's environment as they are: what Python, torch, the CUDA
@@ -22,10 +24,15 @@ var allowedPrefixes = []string{
 
 // secretWords mark a variable as a credential whatever its family: TORCH_HUB_TOKEN or
 // TRITON_API_KEY never pass, nor does anything the caller added (a backend's recipe) by that name.
+// The rule is stricter than the plugins' (sdk/secret, which must let a model plugin's settings
+// through): a name that merely contains one of these words never reaches a kernel.
 var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"}
 
 // Secret is whether a variable's name marks it as a credential.
 func Secret(name string) bool {
+	if secret.IsName(name) {
+		return true
+	}
 	up := strings.ToUpper(name)
 	for _, w := range secretWords {
 		if strings.Contains(up, w) {

@@ -70,8 +70,10 @@ func writable(dir string) bool {
 }
 
 // joinPidsGroup moves this process into a new pids cgroup that holds at most max tasks, below
-// parent. It first removes the group's empty cgroups left by trees that have ended (a cgroup with
-// a task in it cannot be removed, so a live tree's stays).
+// parent. It first removes the cgroups left by trees that have ended: each is named after the pid
+// of the process it was made for, and only one whose process is gone is removed (another helper's
+// may still be empty, between its making and its joining; a cgroup with a task in it cannot be
+// removed anyway).
 func joinPidsGroup(parent string, v2 bool, max uint64) error {
 	group := filepath.Join(parent, pidsGroupName)
 	if err := os.Mkdir(group, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -89,7 +91,7 @@ func joinPidsGroup(parent string, v2 bool, max uint64) error {
 	}
 	if old, err := os.ReadDir(group); err == nil {
 		for _, e := range old {
-			if e.IsDir() {
+			if pid, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && unix.Kill(pid, 0) == unix.ESRCH {
 				_ = os.Remove(filepath.Join(group, e.Name()))
 			}
 		}
