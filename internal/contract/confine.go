@@ -33,16 +33,6 @@ import (
 // no kernel reads or changes another's build, and a spare process, started before its kernel is
 // known, needs no rights on any build.
 
-// systemPaths are read (and executed) by every worker: the programs, libraries and settings of
-// the host. Missing ones are skipped.
-var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys"}
-
-// deviceFiles are the device files every worker may use; gpuDeviceGlobs add the GPUs'.
-var (
-	deviceFiles    = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
-	gpuDeviceGlobs = []string{"/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*"}
-)
-
 // toolkitVars name folders a worker reads when they are set (the CUDA toolkit, CUTLASS).
 var toolkitVars = []string{"CUDA_HOME", "CUDA_PATH", "CUTLASS_PATH"}
 
@@ -50,7 +40,7 @@ var toolkitVars = []string{"CUDA_HOME", "CUDA_PATH", "CUTLASS_PATH"}
 // variables the harness sets (device, channels, recipe). build, when set, is the kernel build
 // folder a compile writes.
 func (e *Evaluator) workerPolicy(role, dir, build string, env []string) sandbox.Policy {
-	ro := append([]string(nil), systemPaths...)
+	ro := append([]string(nil), sandbox.SystemPaths...)
 	ro = append(ro, e.opt.Python.Paths...)
 	ro = append(ro, filepath.Dir(e.opt.Python.Path), filepath.Dir(e.script), filepath.Join(e.opt.WorkDir, "tasks"))
 	for _, v := range toolkitVars {
@@ -73,11 +63,7 @@ func (e *Evaluator) workerPolicy(role, dir, build string, env []string) sandbox.
 	if build != "" {
 		rw = append(rw, build)
 	}
-	devs := append([]string(nil), deviceFiles...)
-	for _, g := range gpuDeviceGlobs {
-		m, _ := filepath.Glob(g)
-		devs = append(devs, m...)
-	}
+	devs := sandbox.DeviceFiles()
 	// The process's own folder holds everything its libraries would keep in the user's home or
 	// in shared caches: a kernel cannot read or seed another's.
 	set := append([]string(nil), env...)

@@ -196,7 +196,7 @@ func startFake(t *testing.T, replies map[string]any) *proc {
 	}
 	b, _ := json.Marshal(replies)
 	py := testPython(t)
-	policy := sandbox.Policy{Env: []string{"KBP_FAKE_REPLIES=" + string(b)}, ReadOnly: append(append([]string(nil), systemPaths...), py.Paths...), ReadWrite: []string{dir}}
+	policy := sandbox.Policy{Env: []string{"KBP_FAKE_REPLIES=" + string(b)}, ReadOnly: append(append([]string(nil), sandbox.SystemPaths...), py.Paths...), ReadWrite: []string{dir}}
 	p, err := spawn(spawnSpec{Python: py.Path, Script: script, Role: "candidate", Dir: dir, Policy: policy})
 	if err != nil {
 		t.Fatal(err)

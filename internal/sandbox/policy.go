@@ -21,7 +21,11 @@
 // left out and said, unless the caller requires the whole (Policy.Require).
 package sandbox
 
-import "github.com/kbplatform/kbplatform/sdk"
+import (
+	"path/filepath"
+
+	"github.com/kbplatform/kbplatform/sdk"
+)
 
 // Policy is what one confined process may do.
 type Policy struct {
@@ -58,3 +62,24 @@ const (
 // Status says what a sandbox holds on this host: the parts of a Policy the running kernel can
 // apply. It is written on every record the contract makes.
 type Status = sdk.Sandbox
+
+// SystemPaths are the folders of the host's programs, libraries and settings, which a confined
+// Python and its compilers read (missing ones are skipped).
+var SystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/sys"}
+
+// deviceFiles are the device files every confined program may use; gpuDeviceGlobs add the GPUs'.
+var (
+	deviceFiles    = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+	gpuDeviceGlobs = []string{"/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*"}
+)
+
+// DeviceFiles lists the device files a confined program may use on this host: /dev/null and its
+// kind, and every GPU's.
+func DeviceFiles() []string {
+	devs := append([]string(nil), deviceFiles...)
+	for _, g := range gpuDeviceGlobs {
+		m, _ := filepath.Glob(g)
+		devs = append(devs, m...)
+	}
+	return devs
+}
