@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/kbplatform/kbplatform/internal/sandbox"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,7 @@ func (a *app) configCmd() *cobra.Command {
 				"work_dir": c.WorkDir, "cache_dir": c.CacheDir, "quiet": c.Quiet, "compile_workers": c.CompileWorkers,
 				"target": a.v.GetString("target"), "plugin_dir": a.v.GetStringSlice("plugin_dir"), "plugin_path": a.pluginDirs(),
 				"plugin_lock": a.v.GetString("plugin_lock"), "log_level": a.v.GetString("log_level"),
-				"memory_share": a.v.GetFloat64("memory_share"), "contract": c.Contract,
+				"memory_share": a.v.GetFloat64("memory_share"), "sandbox": c.Sandbox, "contract": c.Contract,
 				"cluster": map[string]any{"url": a.v.GetString("cluster.url"), "listen": a.v.GetString("cluster.listen"),
 					"gpu_kinds": a.v.GetStringSlice("cluster.gpu_kinds"), "user": a.v.GetString("cluster.user"),
 					"password_set": a.v.GetString("cluster.password") != "", "nkey_file": a.v.GetString("cluster.nkey_file"),
@@ -58,6 +59,7 @@ func (a *app) configCmd() *cobra.Command {
 			row("cache_dir", "%s", c.CacheDir)
 			row("compile_workers", "%d", c.CompileWorkers)
 			row("memory_share", "%.2f of RAM for a CPU evaluation", a.v.GetFloat64("memory_share"))
+			row("sandbox", "%s (here: %s)", c.Sandbox, sandbox.Probe())
 			row("quiet", "%v", c.Quiet)
 			row("log_level", "%s", a.v.GetString("log_level"))
 			row("plugin_lock", "%s", a.v.GetString("plugin_lock"))

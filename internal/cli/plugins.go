@@ -132,7 +132,7 @@ func (a *app) pluginManager(secrets ...string) *plugins.Manager {
 
 // targetConfig is what the local target needs from the host's settings.
 func (a *app) targetConfig() json.RawMessage {
-	b, _ := json.Marshal(map[string]string{"python": a.cfg.Python, "work_dir": a.cfg.WorkDir, "cache_dir": a.cfg.CacheDir})
+	b, _ := json.Marshal(map[string]string{"python": a.cfg.Python, "work_dir": a.cfg.WorkDir, "cache_dir": a.cfg.CacheDir, "sandbox": a.cfg.Sandbox})
 	return b
 }
 

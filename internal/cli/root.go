@@ -48,6 +48,7 @@ type settings struct {
 	Device         string
 	Size           string
 	WorkDir        string
+	Sandbox        string // best-effort or require (docs/contract.md, "Sandbox")
 	CacheDir       string
 	Quiet          bool
 	CompileWorkers int
@@ -107,6 +108,7 @@ func settingDefaults() map[string]any {
 		"plugin_lock":              filepath.Join(data, "plugins.lock"),
 		"log_level":                "warn",
 		"memory_share":             defaultMemoryShare,
+		"sandbox":                  "best-effort",
 		"contract.seeds":           d.Seeds,
 		"contract.timed_calls":     d.TimedCalls,
 		"contract.warmup":          d.Warmup,
@@ -208,7 +210,11 @@ func resolve(v *viper.Viper) (*settings, error) {
 		CacheDir:       v.GetString("cache_dir"),
 		Quiet:          v.GetBool("quiet"),
 		CompileWorkers: v.GetInt("compile_workers"),
+		Sandbox:        v.GetString("sandbox"),
 		ConfigFile:     v.ConfigFileUsed(),
+	}
+	if s.Sandbox != "best-effort" && s.Sandbox != "require" {
+		return nil, fmt.Errorf("sandbox %q: want best-effort (run where a part of the sandbox is missing, and say so on every record) or require (refuse to)", s.Sandbox)
 	}
 	c := contract.Defaults()
 	c.Seeds = v.GetInt("contract.seeds")

@@ -24,6 +24,8 @@ type Settings struct {
 	Python   string `json:"python,omitempty"`
 	WorkDir  string `json:"work_dir,omitempty"`
 	CacheDir string `json:"cache_dir,omitempty"`
+	// Sandbox is "require" to refuse evaluations where the sandbox cannot be applied whole.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 const schema = `{
@@ -31,7 +33,8 @@ const schema = `{
   "properties": {
     "python":    {"type": "string", "description": "interpreter with torch (default: the first found)"},
     "work_dir":  {"type": "string", "description": "scratch folder for output dumps (a tmpfs is best)"},
-    "cache_dir": {"type": "string", "description": "kernel build cache and the extracted worker"}
+    "cache_dir": {"type": "string", "description": "kernel build cache and the extracted worker"},
+    "sandbox":   {"type": "string", "enum": ["", "best-effort", "require"], "description": "require: refuse to run kernels where the sandbox cannot be applied whole"}
   },
   "additionalProperties": false
 }`
@@ -79,7 +82,7 @@ func (t *Target) Configure(ctx context.Context, c sdk.Configuration) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", sdk.ErrUnavailable, err)
 	}
-	ev, err := contract.New(contract.Options{Python: py, WorkDir: s.WorkDir, CacheDir: s.CacheDir, Config: sdk.DefaultConfig(), HostInfo: hostInfo})
+	ev, err := contract.New(contract.Options{Python: py, WorkDir: s.WorkDir, CacheDir: s.CacheDir, Config: sdk.DefaultConfig(), HostInfo: hostInfo, RequireSandbox: s.Sandbox == "require"})
 	if err != nil {
 		return err
 	}
