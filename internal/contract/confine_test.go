@@ -1,0 +1,99 @@
+package contract
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kbplatform/kbplatform/internal/contract/worker"
+)
+
+// The poisoning sequence that once made every later wrong kernel pass: a kernel writes an
+// always-true comparison into the extracted worker, then a kernel that returns zeros is judged.
+// The write is denied, and the zeros fail.
+func TestKernelCannotPoisonTheWorker(t *testing.T) {
+	e := newEvaluator(t, nil)
+	task := loadTask(t, "scale_relu")
+	first := e.Evaluate(context.Background(), task, loadKernel(t, "poison_worker"), "cpu", nil)
+	if first.Verdict != Pass {
+		t.Fatalf("the poisoning kernel computes honestly: got %s %s: %s\n%s", first.Verdict, first.ErrorClass, first.Message, first.Log)
+	}
+	if err := worker.Verify(filepath.Dir(e.script)); err != nil {
+		t.Fatalf("the kernel changed the worker: %v", err)
+	}
+	zeros := e.Evaluate(context.Background(), task, loadKernel(t, "zeros"), "cpu", nil)
+	if zeros.Verdict != Fail || zeros.ErrorClass != ClassMismatch {
+		t.Fatalf("zeros after the poisoning kernel: got %s %s, want fail %s", zeros.Verdict, zeros.ErrorClass, ClassMismatch)
+	}
+	if sb := first.Sandbox; sb == nil || sb.Env != "allowlist" {
+		t.Errorf("the record does not say what confined the kernel: %+v", sb)
+	}
+}
+
+// A worker changed by anything outside the sandbox (the user, another program) is found before the
+// next process starts from it and written afresh: a marker file once was all that was checked.
+func TestChangedWorkerIsWrittenAgain(t *testing.T) {
+	cache := t.TempDir()
+	e, err := New(Options{Python: testPython(t), WorkDir: t.TempDir(), CacheDir: cache, Config: newEvaluator(t, nil).Config()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	compare := filepath.Join(filepath.Dir(e.script), "kbpworker", "compare.py")
+	if err := os.Chmod(compare, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(compare, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString("\n\ndef compare_tensor(*a, **k):\n    return None\n")
+	f.Close()
+	var said []string
+	e.opt.Progress = func(m string) { said = append(said, m) }
+	res := e.Evaluate(context.Background(), loadTask(t, "scale_relu"), loadKernel(t, "zeros"), "cpu", nil)
+	if res.Verdict != Fail || res.ErrorClass != ClassMismatch {
+		t.Fatalf("zeros against a rewritten worker: got %s %s, want fail %s", res.Verdict, res.ErrorClass, ClassMismatch)
+	}
+	if err := worker.Verify(filepath.Dir(e.script)); err != nil {
+		t.Errorf("the worker was not written again: %v", err)
+	}
+	if !strings.Contains(strings.Join(said, "\n"), "changed") {
+		t.Errorf("the run did not say the worker had been changed: %q", said)
+	}
+}
+
+// The worker processes hold none of the keys of the environment the driver runs in: read from
+// /proc/<pid>/environ of the live reference process.
+func TestWorkersHoldNoKey(t *testing.T) {
+	for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "KBP_TEST_SECRET_TOKEN"} {
+		t.Setenv(k, "sk-canary-"+strings.ToLower(k))
+	}
+	e := newEvaluator(t, nil)
+	res := e.Evaluate(context.Background(), loadTask(t, "scale_relu"), loadKernel(t, "zeros"), "cpu", nil)
+	if res.Verdict == VerdictError {
+		t.Fatalf("got %s %s: %s", res.Verdict, res.ErrorClass, res.Message)
+	}
+	// The reference process is kept for the task's next evaluation: it is still running.
+	var workers []int
+	for _, p := range descendants(os.Getpid()) {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline"); err == nil && strings.Contains(string(b), "run.py") {
+			workers = append(workers, p.pid)
+		}
+	}
+	if len(workers) == 0 {
+		t.Fatal("no worker process left to read")
+	}
+	for _, pid := range workers {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "sk-canary") || strings.Contains(string(b), "KBP_TEST_SECRET") {
+			t.Errorf("worker %d holds a key: %q", pid, b)
+		}
+	}
+}
