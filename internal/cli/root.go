@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kbplatform/kbplatform/internal/sandbox"
 	"io"
 	"os"
 	"path/filepath"
@@ -213,8 +214,8 @@ func resolve(v *viper.Viper) (*settings, error) {
 		Sandbox:        v.GetString("sandbox"),
 		ConfigFile:     v.ConfigFileUsed(),
 	}
-	if s.Sandbox != "best-effort" && s.Sandbox != "require" {
-		return nil, fmt.Errorf("sandbox %q: want best-effort (run where a part of the sandbox is missing, and say so on every record) or require (refuse to)", s.Sandbox)
+	if _, err := sandbox.ParseMode(s.Sandbox); err != nil {
+		return nil, err
 	}
 	c := contract.Defaults()
 	c.Seeds = v.GetInt("contract.seeds")

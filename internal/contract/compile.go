@@ -96,7 +96,7 @@ func (e *Evaluator) compile(ctx context.Context, t Task, k Kernel, device string
 		res.Duration = time.Since(start)
 		return res
 	}
-	dir, err := os.MkdirTemp(e.opt.WorkDir, "compile-")
+	dir, err := privateDir(e.opt.WorkDir, "compile-")
 	if err != nil {
 		return fail(ClassHarness, err.Error(), "", "")
 	}

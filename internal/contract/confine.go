@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,7 +40,7 @@ var toolkitVars = []string{"CUDA_HOME", "CUDA_PATH", "CUTLASS_PATH"}
 // workerPolicy is the sandbox of one worker process of role running in dir, with env the
 // variables the harness sets (device, channels, recipe). build, when set, is the kernel build
 // folder a compile writes.
-func (e *Evaluator) workerPolicy(role, dir, build string, env []string) sandbox.Policy {
+func (e *Evaluator) workerPolicy(role, device, dir, build string, env []string) sandbox.Policy {
 	ro := append([]string(nil), sandbox.SystemPaths...)
 	ro = append(ro, e.opt.Python.Paths...)
 	ro = append(ro, filepath.Dir(e.opt.Python.Path), filepath.Dir(e.script), filepath.Join(e.opt.WorkDir, "tasks"))
@@ -73,7 +74,30 @@ func (e *Evaluator) workerPolicy(role, dir, build string, env []string) sandbox.
 		"TORCH_EXTENSIONS_DIR="+filepath.Join(dir, "torch_extensions"),
 		"TORCHINDUCTOR_CACHE_DIR="+filepath.Join(dir, "inductor"),
 	)
-	return sandbox.Policy{Env: sandbox.Environ(os.Environ(), set), ReadOnly: ro, ReadWrite: rw, Devices: devs, Require: e.opt.RequireSandbox}
+	p := sandbox.Policy{Env: sandbox.Environ(os.Environ(), set), ReadOnly: ro, ReadWrite: rw, Devices: devs, Mode: e.opt.Sandbox}
+	if strings.HasPrefix(device, "cuda") {
+		// torch's CUDA IPC keeps each shared block's reference count in a POSIX shared-memory file
+		// (/dev/shm/torch_<pid>_<random>_<n>) that the candidate makes and the reference opens:
+		// files there by name, no listing (evaluation folders there have unguessable names).
+		p.Unlisted = []string{"/dev/shm"}
+	}
+	return p
+}
+
+// privateDir makes a folder for one process under parent, named prefix and 128 random bits: on a
+// GPU a worker may open files by name under /dev/shm, where the work folder usually is, and a
+// folder it cannot list must also be one whose name it cannot guess (os.MkdirTemp's 32 bits can
+// be tried through within a time limit).
+func privateDir(parent, prefix string) (string, error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", err
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(parent, prefix+hex.EncodeToString(b))
+	return dir, os.Mkdir(dir, 0o700)
 }
 
 // buildDir is the build folder of kernel k's extensions on device, under the cache: one per
@@ -184,7 +208,7 @@ func (e *Evaluator) verifyWorker() error {
 // sandboxStatus is what confines this host's workers, for the record; the first evaluation says
 // once what is missing.
 func (e *Evaluator) sandboxStatus() *Sandbox {
-	st := sandbox.Probe()
+	st := sandbox.StatusFor(e.opt.Sandbox)
 	if len(st.Missing) > 0 {
 		e.sandboxNotice.Do(func() {
 			e.progress("warning: the sandbox is incomplete on this host (%s): %s", st, strings.Join(st.Missing, "; "))

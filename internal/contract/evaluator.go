@@ -20,6 +20,7 @@ import (
 	"github.com/kbplatform/kbplatform/internal/footprint"
 	"github.com/kbplatform/kbplatform/internal/gpulock"
 	"github.com/kbplatform/kbplatform/internal/pyenv"
+	"github.com/kbplatform/kbplatform/internal/sandbox"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
@@ -45,9 +46,9 @@ type Options struct {
 	// Spares: start the next evaluation's candidate process ahead (spare.go). Default: on GPUs,
 	// whose hosts have cores to spare; on the CPU a torch import beside a timing would slow it.
 	Spares SpareMode
-	// RequireSandbox refuses to run a worker where the sandbox cannot be applied whole (no
-	// Landlock, no seccomp): no verdict rather than one judged without it.
-	RequireSandbox bool
+	// Sandbox is how much of the workers' sandbox to insist on (confine.go): best-effort (the
+	// default), require (no verdict rather than one judged without the whole sandbox) or off.
+	Sandbox sandbox.Mode
 }
 
 // Evaluator runs the contract on this host. It keeps one clean reference process per task,
@@ -285,7 +286,7 @@ func (e *Evaluator) spawn(role, device, dir, build string) (*proc, workerSetting
 	if err := e.verifyWorker(); err != nil {
 		return nil, settings, err
 	}
-	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Policy: e.workerPolicy(role, dir, build, env), LogCap: e.opt.Config.LogLimit})
+	p, err := spawn(spawnSpec{Python: e.opt.Python.Path, Script: e.script, Role: role, Dir: dir, Policy: e.workerPolicy(role, device, dir, build, env), LogCap: e.opt.Config.LogLimit})
 	if err != nil {
 		return nil, settings, fmt.Errorf("%w: %v", ErrHarness, err)
 	}

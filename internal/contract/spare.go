@@ -124,7 +124,7 @@ func (e *Evaluator) newWorker(role, device string) (*workerProc, error) {
 	if role == "reference" {
 		prefix = "ref-"
 	}
-	dir, err := os.MkdirTemp(e.opt.WorkDir, prefix)
+	dir, err := privateDir(e.opt.WorkDir, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrHarness, err)
 	}

@@ -40,8 +40,11 @@ func helperMain() error {
 		return errors.New("no program to run")
 	}
 	p := req.Policy
+	if p.Mode == ModeOff {
+		return syscall.Exec(req.Path, req.Args, p.Env)
+	}
 	st := Probe()
-	if p.Require && len(st.Missing) > 0 {
+	if p.Mode == ModeRequire && len(st.Missing) > 0 {
 		return fmt.Errorf("the sandbox is required but incomplete on this host: %s", strings.Join(st.Missing, "; "))
 	}
 	// Landlock, seccomp and execve all act on the calling thread: everything from here to the
@@ -225,6 +228,9 @@ func ruleset(p Policy, st Status) (fd int, flags uint32, err error) {
 	if len(files) > 0 {
 		rules = append(rules, landlock.RWFiles(files...))
 	}
+	if dirs, _ := split(p.Unlisted); len(dirs) > 0 {
+		rules = append(rules, landlock.PathAccess(unlistedRights, dirs...))
+	}
 	if _, devs := split(p.Devices); len(devs) > 0 {
 		rules = append(rules, landlock.RWFiles(devs...).WithIoctlDev())
 	}
@@ -235,6 +241,10 @@ func ruleset(p Policy, st Status) (fd int, flags uint32, err error) {
 	}
 	return fd, flags, nil
 }
+
+// unlistedRights are a Policy's Unlisted folders': files may be made, opened, truncated and removed
+// by name; nothing may be listed, and no folder, link or device made.
+const unlistedRights = landlock.AccessFSSet(ll.AccessFSMakeReg | ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSRemoveFile)
 
 // split sorts paths into folders and other files, leaving out those that do not exist.
 func split(paths []string) (dirs, files []string) {

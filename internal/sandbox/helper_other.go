@@ -14,7 +14,7 @@ func Probe() Status {
 
 // command runs the program with the policy's environment alone: the only part that holds here.
 func command(p Policy, name string, args ...string) (*exec.Cmd, error) {
-	if p.Require {
+	if p.Mode == ModeRequire {
 		return nil, errors.New("sandbox: required, but Landlock and seccomp exist only on Linux")
 	}
 	cmd := exec.Command(name, args...)

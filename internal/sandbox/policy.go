@@ -18,10 +18,11 @@
 // The confinement is applied by the binary itself, re-executed as a helper (Command), which then
 // executes the program: nothing of the program runs before all of it holds. What the running
 // kernel supports is found once (Probe) and written on every record; a part the kernel lacks is
-// left out and said, unless the caller requires the whole (Policy.Require).
+// left out and said, unless the caller requires the whole (ModeRequire).
 package sandbox
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/kbplatform/kbplatform/sdk"
@@ -36,6 +37,10 @@ type Policy struct {
 	ReadOnly []string `json:"read_only,omitempty"`
 	// ReadWrite are folders and files the program may read, write, create and remove in.
 	ReadWrite []string `json:"read_write,omitempty"`
+	// Unlisted are folders the program may create, read, write and remove files in by name, but
+	// not list: on a GPU, /dev/shm, where torch keeps the reference counts of CUDA memory it
+	// shares between processes. Without a listing, nobody else's file there can be found.
+	Unlisted []string `json:"unlisted,omitempty"`
 	// Devices are device files the program may read, write and send ioctls to (GPUs, /dev/null).
 	Devices []string `json:"devices,omitempty"`
 	// Profiling allows perf_event_open (a profiler's call), refused otherwise.
@@ -47,8 +52,40 @@ type Policy struct {
 	MaxOpenFiles uint64 `json:"max_open_files,omitempty"`
 	// MaxFileBytes bounds the size of any file the program writes; 0: DefaultMaxFileBytes.
 	MaxFileBytes uint64 `json:"max_file_bytes,omitempty"`
-	// Require refuses to start the program when a part of the confinement cannot be applied.
-	Require bool `json:"require,omitempty"`
+	// Mode is how much of the sandbox the caller insists on (default ModeBestEffort).
+	Mode Mode `json:"mode,omitempty"`
+}
+
+// Mode says how much of the sandbox a caller insists on.
+type Mode string
+
+const (
+	// ModeBestEffort applies every part this host supports and says what is missing.
+	ModeBestEffort Mode = "best-effort"
+	// ModeRequire refuses to start a program where a part cannot be applied.
+	ModeRequire Mode = "require"
+	// ModeOff applies the environment allowlist alone: for a host where the sandbox keeps honest
+	// kernels from running, until that is fixed. Every record says so.
+	ModeOff Mode = "off"
+)
+
+// ParseMode reads a setting's value ("" is best-effort).
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "":
+		return ModeBestEffort, nil
+	case ModeBestEffort, ModeRequire, ModeOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("sandbox %q: want best-effort (apply what the host supports and say what is missing), require (refuse to run a kernel without the whole sandbox) or off (the environment allowlist alone)", s)
+}
+
+// StatusFor is what a sandbox in mode m holds on this host, for the record.
+func StatusFor(m Mode) Status {
+	if m == ModeOff {
+		return Status{Network: "open", Env: "allowlist", Missing: []string{"off: the settings turned the sandbox off (sandbox: off); only the environment allowlist held"}}
+	}
+	return Probe()
 }
 
 // Defaults of a Policy's bounds. A kernel's build starts a compiler per core and torch a thread

@@ -91,6 +91,12 @@ func child(what string) int {
 		out["capabilities"] = attempt{OK: !strings.Contains(string(st), "CapEff:\t0000000000000000")}
 		out["new_privs"] = attempt{OK: !strings.Contains(string(st), "NoNewPrivs:\t1")}
 		out["env_has_secret"] = attempt{OK: strings.Contains(strings.Join(os.Environ(), "\n"), "sk-canary")}
+		shm := os.Getenv("UNLISTED")
+		_, err = os.ReadDir(shm)
+		out["list_unlisted"] = try(err)
+		out["make_in_unlisted"] = try(os.WriteFile(filepath.Join(shm, "mine"), []byte("x"), 0o600))
+		out["remove_in_unlisted"] = try(os.Remove(filepath.Join(shm, "mine")))
+		out["mkdir_in_unlisted"] = try(os.Mkdir(filepath.Join(shm, "dir"), 0o700))
 	}
 	if what == "forks" {
 		var started []*exec.Cmd
@@ -124,7 +130,8 @@ func TestSandboxContainsARealProcess(t *testing.T) {
 	outside := filepath.Join(root, "outside")
 	inside := filepath.Join(root, "inside")
 	readable := filepath.Join(root, "ro", "task.py")
-	for _, d := range []string{filepath.Dir(secret), outside, inside, filepath.Dir(readable)} {
+	unlisted := filepath.Join(root, "shm")
+	for _, d := range []string{filepath.Dir(secret), outside, inside, filepath.Dir(readable), unlisted} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -153,9 +160,9 @@ func TestSandboxContainsARealProcess(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-canary-1")
 	env := Environ(os.Environ(), []string{
 		childVar + "=escape", "SECRET_FILE=" + secret, "OUTSIDE=" + outside, "INSIDE=" + inside, "READABLE=" + readable,
-		"TCP_ADDR=" + tcp.Addr().String(), "UNIX_ADDR=" + sock, "KBP_TEST_TOKEN=sk-canary-2",
+		"TCP_ADDR=" + tcp.Addr().String(), "UNLISTED=" + unlisted, "UNIX_ADDR=" + sock, "KBP_TEST_TOKEN=sk-canary-2",
 	})
-	p := Policy{Env: env, ReadOnly: []string{filepath.Dir(self), filepath.Dir(readable), "/proc", "/etc", "/usr", "/lib", "/lib64"}, ReadWrite: []string{inside}, Require: true}
+	p := Policy{Env: env, ReadOnly: []string{filepath.Dir(self), filepath.Dir(readable), "/proc", "/etc", "/usr", "/lib", "/lib64"}, ReadWrite: []string{inside}, Unlisted: []string{unlisted}, Mode: ModeRequire}
 	cmd, err := Command(p, self)
 	if err != nil {
 		t.Fatal(err)
@@ -168,13 +175,13 @@ func TestSandboxContainsARealProcess(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("child said %q: %v", out, err)
 	}
-	allowed := map[string]bool{"write_inside": true, "read_allowed": true, "socketpair": true}
+	allowed := map[string]bool{"write_inside": true, "read_allowed": true, "socketpair": true, "make_in_unlisted": true, "remove_in_unlisted": true}
 	for name, a := range got {
 		if a.OK != allowed[name] {
 			t.Errorf("%s: ok=%v (%s), want ok=%v", name, a.OK, a.Err, allowed[name])
 		}
 	}
-	if len(got) < 18 {
+	if len(got) < 22 {
 		t.Errorf("the child tried %d things, want every attempt reported: %v", len(got), got)
 	}
 }
@@ -190,7 +197,7 @@ func TestForkBombIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Policy{Env: []string{childVar + "=forks"}, ReadOnly: []string{filepath.Dir(self), "/proc", "/etc", "/usr", "/bin", "/lib", "/lib64"}, Devices: []string{"/dev/null"}, MaxTasks: 64, Require: true}
+	p := Policy{Env: []string{childVar + "=forks"}, ReadOnly: []string{filepath.Dir(self), "/proc", "/etc", "/usr", "/bin", "/lib", "/lib64"}, Devices: []string{"/dev/null"}, MaxTasks: 64, Mode: ModeRequire}
 	cmd, err := Command(p, self)
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,5 @@
-# Hostile: write outside its own folder: the shared temporary folder, /dev/shm, the user's home,
-# the folder above its own.
+# Hostile: write outside its own folder: the shared temporary folders, the user's home, the
+# folder above its own. (/dev/shm, where a GPU worker may make files by name, is list_shm.py's.)
 import os
 import pwd
 
@@ -10,7 +10,7 @@ import torch.nn as nn
 def attack():
     home = pwd.getpwuid(os.getuid()).pw_dir
     errors = []
-    for d in ("/tmp", "/dev/shm", "/var/tmp", home, os.path.dirname(os.getcwd())):
+    for d in ("/tmp", "/var/tmp", home, os.path.dirname(os.getcwd())):
         try:
             with open(os.path.join(d, "kbp-hostile-planted"), "w") as f:
                 f.write("planted")

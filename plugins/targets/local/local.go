@@ -13,6 +13,7 @@ import (
 
 	"github.com/kbplatform/kbplatform/internal/contract"
 	"github.com/kbplatform/kbplatform/internal/pyenv"
+	"github.com/kbplatform/kbplatform/internal/sandbox"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
@@ -24,7 +25,8 @@ type Settings struct {
 	Python   string `json:"python,omitempty"`
 	WorkDir  string `json:"work_dir,omitempty"`
 	CacheDir string `json:"cache_dir,omitempty"`
-	// Sandbox is "require" to refuse evaluations where the sandbox cannot be applied whole.
+	// Sandbox is how much of the kernels' sandbox to insist on: best-effort (default), require
+	// (refuse evaluations where it cannot be applied whole) or off (the environment allowlist alone).
 	Sandbox string `json:"sandbox,omitempty"`
 }
 
@@ -34,7 +36,7 @@ const schema = `{
     "python":    {"type": "string", "description": "interpreter with torch (default: the first found)"},
     "work_dir":  {"type": "string", "description": "scratch folder for output dumps (a tmpfs is best)"},
     "cache_dir": {"type": "string", "description": "kernel build cache and the extracted worker"},
-    "sandbox":   {"type": "string", "enum": ["", "best-effort", "require"], "description": "require: refuse to run kernels where the sandbox cannot be applied whole"}
+    "sandbox":   {"type": "string", "enum": ["", "best-effort", "require", "off"], "description": "require: refuse to run kernels where the sandbox cannot be applied whole; off: the environment allowlist alone"}
   },
   "additionalProperties": false
 }`
@@ -78,11 +80,15 @@ func (t *Target) Configure(ctx context.Context, c sdk.Configuration) error {
 		}
 		s.CacheDir = filepath.Join(dir, "kbplatform")
 	}
+	mode, err := sandbox.ParseMode(s.Sandbox)
+	if err != nil {
+		return fmt.Errorf("%w: %v", sdk.ErrInvalidArgument, err)
+	}
 	py, err := pyenv.Find(ctx, s.Python)
 	if err != nil {
 		return fmt.Errorf("%w: %v", sdk.ErrUnavailable, err)
 	}
-	ev, err := contract.New(contract.Options{Python: py, WorkDir: s.WorkDir, CacheDir: s.CacheDir, Config: sdk.DefaultConfig(), HostInfo: hostInfo, RequireSandbox: s.Sandbox == "require"})
+	ev, err := contract.New(contract.Options{Python: py, WorkDir: s.WorkDir, CacheDir: s.CacheDir, Config: sdk.DefaultConfig(), HostInfo: hostInfo, Sandbox: mode})
 	if err != nil {
 		return err
 	}
