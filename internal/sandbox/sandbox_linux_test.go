@@ -162,19 +162,8 @@ func TestSandboxContainsARealProcess(t *testing.T) {
 		childVar + "=escape", "SECRET_FILE=" + secret, "OUTSIDE=" + outside, "INSIDE=" + inside, "READABLE=" + readable,
 		"TCP_ADDR=" + tcp.Addr().String(), "UNLISTED=" + unlisted, "UNIX_ADDR=" + sock, "KBP_TEST_TOKEN=sk-canary-2",
 	})
-	p := Policy{Env: env, ReadOnly: []string{filepath.Dir(self), filepath.Dir(readable), "/proc", "/etc", "/usr", "/lib", "/lib64"}, ReadWrite: []string{inside}, Unlisted: []string{unlisted}, Mode: ModeRequire}
-	cmd, err := Command(p, self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the sandboxed child failed: %v\n%s", err, out)
-	}
-	var got map[string]attempt
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("child said %q: %v", out, err)
-	}
+	got := runChild(t, Policy{Env: env, ReadOnly: []string{filepath.Dir(self), filepath.Dir(readable), "/proc", "/etc", "/usr", "/lib", "/lib64"},
+		ReadWrite: []string{inside}, Unlisted: []string{unlisted}, Mode: ModeRequire})
 	allowed := map[string]bool{"write_inside": true, "read_allowed": true, "socketpair": true, "make_in_unlisted": true, "remove_in_unlisted": true}
 	for name, a := range got {
 		if a.OK != allowed[name] {
@@ -197,7 +186,24 @@ func TestForkBombIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Policy{Env: []string{childVar + "=forks"}, ReadOnly: []string{filepath.Dir(self), "/proc", "/etc", "/usr", "/bin", "/lib", "/lib64"}, Devices: []string{"/dev/null"}, MaxTasks: 64, Mode: ModeRequire}
+	got := runChild(t, Policy{Env: []string{childVar + "=forks"}, ReadOnly: []string{filepath.Dir(self), "/proc", "/etc", "/usr", "/bin", "/lib", "/lib64"},
+		Devices: []string{"/dev/null"}, MaxTasks: 64, Mode: ModeRequire})
+	t.Logf("bounded by %s: %s", st.Tasks, got["forks"].Err)
+	var n int
+	fmt.Sscanf(got["forks"].Err, "%d started", &n)
+	if got["forks"].OK || n < 16 || n > 64 {
+		t.Errorf("the child started %d processes (%s), want some but at most the 64 allowed", n, got["forks"].Err)
+	}
+}
+
+// runChild runs this test binary confined by p (its childVar says what to try) and returns what it
+// reported.
+func runChild(t *testing.T, p Policy) map[string]attempt {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd, err := Command(p, self)
 	if err != nil {
 		t.Fatal(err)
@@ -210,12 +216,7 @@ func TestForkBombIsBounded(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("child said %q: %v", out, err)
 	}
-	t.Logf("bounded by %s: %s", st.Tasks, got["forks"].Err)
-	var n int
-	fmt.Sscanf(got["forks"].Err, "%d started", &n)
-	if got["forks"].OK || n < 16 || n > 64 {
-		t.Errorf("the child started %d processes (%s), want some but at most the 64 allowed", n, got["forks"].Err)
-	}
+	return got
 }
 
 // A program the helper cannot start says why and exits ExitHelper, before anything runs.
