@@ -115,7 +115,8 @@ def _shepherd():
     _end_leftovers()
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # their handlers cannot be set (or changed)
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(me, sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
