@@ -28,6 +28,24 @@ func (a *app) pickDevices(hw *sdk.Hardware) ([]string, error) {
 	return devs, nil
 }
 
+// checkDeviceSetting refuses a --device that names no device at all (a usage error, exit 1) before
+// any target starts; one that is well formed but absent from the target is the platform's to
+// refuse (pickDevices, exit 4).
+func checkDeviceSetting(spec string) error {
+	if spec == "" || spec == "auto" || spec == "all" {
+		return nil
+	}
+	for _, d := range strings.Split(spec, ",") {
+		d = strings.TrimSpace(d)
+		kind, rest, indexed := strings.Cut(d, ":")
+		ok := (d == "cpu" || kind == "cuda") && (!indexed || (rest != "" && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz0123456789-_.") == ""))
+		if !ok {
+			return fmt.Errorf("--device %s: %q is not a device; want cpu, cuda, cuda:N (or a GPU kind such as cuda:h200 on a cluster), a comma-separated list of them, all or auto", spec, d)
+		}
+	}
+	return nil
+}
+
 // deviceList parses "all" or a comma-separated list against the target's devices.
 func deviceList(spec string, hw *sdk.Hardware) ([]string, error) {
 	var names, gpus []string

@@ -40,3 +40,20 @@ func TestDeviceList(t *testing.T) {
 		})
 	}
 }
+
+// A --device that names no device is a usage error (exit 1) before anything starts; one that is
+// well formed but missing stays the platform's (exit 4, TestPickDevices and friends).
+func TestDeviceSettingIsChecked(t *testing.T) {
+	for spec, ok := range map[string]bool{
+		"": true, "auto": true, "all": true, "cpu": true, "cuda": true, "cuda:0": true, "cuda:0,cuda:2": true, "cuda:h200": true,
+		"banana": false, "cuda:": false, "gpu:0": false, "cpu,banana": false, "cuda:0;rm": false,
+	} {
+		if err := checkDeviceSetting(spec); (err == nil) != ok {
+			t.Errorf("%q: got %v, want ok=%v", spec, err, ok)
+		}
+	}
+	_, errOut, code := run(t, isolated(t), "eval", "--task", "kbp/l1/relu", "--kernel", "x.py", "--device", "banana")
+	if code != 1 || !strings.Contains(errOut, "is not a device") {
+		t.Errorf("--device banana: exit %d, %q; want 1 and a usage error", code, errOut)
+	}
+}

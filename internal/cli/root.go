@@ -214,6 +214,9 @@ func resolve(v *viper.Viper) (*settings, error) {
 		Sandbox:        v.GetString("sandbox"),
 		ConfigFile:     v.ConfigFileUsed(),
 	}
+	if err := checkDeviceSetting(s.Device); err != nil {
+		return nil, err
+	}
 	if _, err := sandbox.ParseMode(s.Sandbox); err != nil {
 		return nil, err
 	}
