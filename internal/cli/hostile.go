@@ -166,6 +166,19 @@ type hostileVerdict struct {
 // behind. Run-wide traces are laid on every kernel that could have left them (all of them).
 func (h *hostileRun) judge(st *store.Store, stored []*store.Evaluation, want map[string]kernels.Entry, cacheDir string) []hostileVerdict {
 	var runWide []string
+	// The worker the target ran (its fingerprint says which) must be this binary's, to be
+	// checked against the copy embedded here.
+	versions := map[string]bool{}
+	for _, ev := range stored {
+		if v, ok := ev.Result.Fingerprint["worker"].(string); ok && v != "" {
+			versions[v] = true
+		}
+	}
+	for v := range versions {
+		if v != worker.Version() {
+			runWide = append(runWide, fmt.Sprintf("the target ran worker %s and this binary embeds %s, so its files cannot be checked: build both from one tree (./scripts/demo does)", v, worker.Version()))
+		}
+	}
 	if err := worker.Verify(filepath.Join(cacheDir, "worker", "worker-"+worker.Version())); err != nil {
 		runWide = append(runWide, "the extracted worker changed: "+err.Error())
 	}

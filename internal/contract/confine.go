@@ -68,7 +68,7 @@ func (e *Evaluator) workerPolicy(role, device, dir, build string, env []string) 
 	// The process's own folder holds everything its libraries would keep in the user's home or
 	// in shared caches: a kernel cannot read or seed another's.
 	set := append([]string(nil), env...)
-	set = append(set,
+	set = append(set, "KBP_WRITABLE="+strings.Join(rw, string(os.PathListSeparator)),
 		"HOME="+dir, "TMPDIR="+filepath.Join(dir, "tmp"), "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"),
 		"TRITON_HOME="+dir, "TRITON_CACHE_DIR="+filepath.Join(dir, "triton"),
 		"TORCH_EXTENSIONS_DIR="+filepath.Join(dir, "torch_extensions"),
@@ -80,6 +80,9 @@ func (e *Evaluator) workerPolicy(role, device, dir, build string, env []string) 
 		// (/dev/shm/torch_<pid>_<random>_<n>) that the candidate makes and the reference opens:
 		// files there by name, no listing (evaluation folders there have unguessable names).
 		p.Unlisted = []string{"/dev/shm"}
+		// CUDA's initialisation writes its threads' names under /proc/<pid>/task; the worker
+		// narrows this to its own entry before it imports torch (kbpworker/confine.py).
+		p.Writable = []string{"/proc"}
 	}
 	return p
 }

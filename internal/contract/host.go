@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	workerfiles "github.com/kbplatform/kbplatform/internal/contract/worker"
 	"os"
 	"os/exec"
 	"runtime"
@@ -103,6 +104,9 @@ func (e *Evaluator) fingerprint(device string, worker Fingerprint) Fingerprint {
 		fp[k] = v
 	}
 	fp["python_path"] = e.opt.Python.Path
+	// Which harness judged: the worker's content hash (its files are verified against it before
+	// every start).
+	fp["worker"] = workerfiles.Version()
 	if device != "" {
 		// The worker sees its one GPU as cuda:0; the record names the host's device.
 		fp["device"] = device

@@ -228,6 +228,9 @@ func ruleset(p Policy, st Status) (fd int, flags uint32, err error) {
 	if len(files) > 0 {
 		rules = append(rules, landlock.RWFiles(files...))
 	}
+	if dirs, _ := split(p.Writable); len(dirs) > 0 {
+		rules = append(rules, landlock.PathAccess(ll.AccessFSWriteFile, dirs...))
+	}
 	if dirs, _ := split(p.Unlisted); len(dirs) > 0 {
 		rules = append(rules, landlock.PathAccess(unlistedRights, dirs...))
 	}

@@ -41,6 +41,11 @@ type Policy struct {
 	// not list: on a GPU, /dev/shm, where torch keeps the reference counts of CUDA memory it
 	// shares between processes. Without a listing, nobody else's file there can be found.
 	Unlisted []string `json:"unlisted,omitempty"`
+	// Writable are folders whose existing files the program may write, but where it may create
+	// or remove nothing: /proc on a GPU, where CUDA's initialisation names its threads
+	// (/proc/<pid>/task/<tid>/comm) and fails without it. The worker narrows this to its own
+	// /proc entry itself, once it exists (kbpworker/confine.py).
+	Writable []string `json:"writable,omitempty"`
 	// Devices are device files the program may read, write and send ioctls to (GPUs, /dev/null).
 	Devices []string `json:"devices,omitempty"`
 	// Profiling allows perf_event_open (a profiler's call), refused otherwise.

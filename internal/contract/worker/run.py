@@ -124,6 +124,10 @@ def _shepherd():
 if __name__ == "__main__":
     _shepherd()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    # The worker narrows what it may write before it imports torch (kbpworker/confine.py).
+    from kbpworker import confine  # noqa: E402
+
+    confine.narrow_writes(os.environ.get("KBP_WRITABLE", "").split(os.pathsep))
     from kbpworker.__main__ import main  # noqa: E402
 
     sys.exit(main(sys.argv))
