@@ -48,8 +48,9 @@ func Version() string { return versionOnce() }
 // files were changed, or that holds files of its own (a module that would shadow torch), is moved
 // aside and written afresh, and the error says so (ErrReplaced) beside the path.
 //
-// The files are read-only (0444, folders 0555): the sandbox is what keeps a kernel from writing
-// them, and the modes keep a careless hand of the user's from doing it.
+// The files are read-only (0444): the sandbox is what keeps a kernel from writing them, and the
+// modes keep a careless hand of the user's from doing it. The folders stay writable by their owner,
+// so that removing the cache (rm -rf) works as for any other.
 func Extract(dir string) (string, error) {
 	root := filepath.Join(dir, "worker-"+Version())
 	script := filepath.Join(root, "run.py")
@@ -80,9 +81,6 @@ func Extract(dir string) (string, error) {
 		return os.WriteFile(dst, b, 0o444)
 	})
 	if err != nil {
-		return "", err
-	}
-	if err := readOnly(tmp); err != nil {
 		return "", err
 	}
 	replaced := false
@@ -164,31 +162,8 @@ func Verify(root string) error {
 	return nil
 }
 
-// readOnly makes every file and folder below root read-only.
-func readOnly(root string) error {
-	var dirs []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			dirs = append(dirs, p)
-			return nil
-		}
-		return os.Chmod(p, 0o444)
-	})
-	if err != nil {
-		return err
-	}
-	for i := len(dirs) - 1; i >= 0; i-- { // deepest first: a read-only parent still lets a child's mode change
-		if err := os.Chmod(dirs[i], 0o555); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// removeTree removes a tree whose folders may be read-only.
+// removeTree removes a tree whose folders may be read-only (as extractions before this one left
+// them).
 func removeTree(root string) {
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
