@@ -29,6 +29,11 @@ func openBadger(dir string) (*badgerKV, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	if held, err := checkTables(dir); err != nil {
+		return nil, err
+	} else if held {
+		return nil, errHeld
+	}
 	opts := badger.DefaultOptions(dir).
 		WithSyncWrites(true).
 		WithLogger(quietLogger{}).
