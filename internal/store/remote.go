@@ -29,7 +29,15 @@ func dialHolder(dir string) (*remoteKV, HolderInfo, error) {
 	r := &remoteKV{path: path, c: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			c, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkPeer(c, "the database's socket "+path); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return c, nil
 		},
 		MaxIdleConns: 2,
 	}}}

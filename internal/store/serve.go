@@ -71,6 +71,7 @@ func serve(db kv, dir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	lis = ownUserOnly{lis}
 	_ = os.Chmod(path, 0o600)
 	info := HolderInfo{PID: os.Getpid(), Command: command(), Since: time.Now().UTC(), Dir: dir}
 	mux := http.NewServeMux()
@@ -146,4 +147,22 @@ func command() string {
 		words = append(words, a)
 	}
 	return strings.TrimSpace("kbplatform " + strings.Join(words, " "))
+}
+
+// ownUserOnly accepts connections from this user's processes alone (checkPeer): the socket's mode
+// keeps others out where it can be set, and this where it could not (a folder of the user's own
+// choosing, another filesystem's rules).
+type ownUserOnly struct{ net.Listener }
+
+func (l ownUserOnly) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if checkPeer(c, "a connection") == nil {
+			return c, nil
+		}
+		c.Close()
+	}
 }
