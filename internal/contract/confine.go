@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -87,10 +88,11 @@ func (e *Evaluator) workerPolicy(role, device, dir, build string, env []string) 
 	return p
 }
 
-// privateDir makes a folder for one process under parent, named prefix and 128 random bits: on a
-// GPU a worker may open files by name under /dev/shm, where the work folder usually is, and a
-// folder it cannot list must also be one whose name it cannot guess (os.MkdirTemp's 32 bits can
-// be tried through within a time limit).
+// privateDir makes a folder for one process under parent, named prefix, this driver's pid and 128
+// random bits: on a GPU a worker may open files by name under /dev/shm, where the work folder
+// usually is, and a folder it cannot list must also be one whose name it cannot guess
+// (os.MkdirTemp's 32 bits can be tried through within a time limit). The pid says whose it is,
+// for sweepWorkDir.
 func privateDir(parent, prefix string) (string, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", err
@@ -99,8 +101,41 @@ func privateDir(parent, prefix string) (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	dir := filepath.Join(parent, prefix+hex.EncodeToString(b))
+	dir := filepath.Join(parent, fmt.Sprintf("%s%d-%s", prefix, os.Getpid(), hex.EncodeToString(b)))
 	return dir, os.Mkdir(dir, 0o700)
+}
+
+// workDirPrefixes are the folders privateDir makes.
+var workDirPrefixes = []string{"eval-", "ref-", "compile-"}
+
+// sweepWorkDir removes the folders under dir that privateDir made for a driver that no longer
+// runs: a target plugin killed with its evaluations in flight left their dumps and builds behind
+// (gigabytes at GPU sizes, on a tmpfs). A folder whose driver's pid was reused since stays.
+func sweepWorkDir(dir string) (removed int) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		for _, p := range workDirPrefixes {
+			rest, ok := strings.CutPrefix(e.Name(), p)
+			if !ok || !e.IsDir() {
+				continue
+			}
+			pidText, _, _ := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidText)
+			if err != nil || pid <= 0 || processExists(pid) {
+				continue
+			}
+			if os.RemoveAll(filepath.Join(dir, e.Name())) == nil {
+				removed++
+			}
+		}
+	}
+	return removed
+}
+
+// processExists says whether pid is a live process (a process of another user included).
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // buildDir is the build folder of kernel k's extensions on device, under the cache: one per

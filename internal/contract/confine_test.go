@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -94,6 +95,35 @@ func TestWorkersHoldNoKey(t *testing.T) {
 		}
 		if strings.Contains(string(b), "sk-canary") || strings.Contains(string(b), "KBP_TEST_SECRET") {
 			t.Errorf("worker %d holds a key: %q", pid, b)
+		}
+	}
+}
+
+// The work folders of a driver that no longer runs are removed when the next evaluator starts;
+// those of a live one (this test's) stay.
+func TestDeadDriversWorkFoldersAreSwept(t *testing.T) {
+	work := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(work, "eval-"+strconv.Itoa(dead.Process.Pid)+"-00ff")
+	live, err := privateDir(work, "ref-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(work, "tasks")
+	for _, d := range []string{stale, other} {
+		if err := os.MkdirAll(filepath.Join(d, "out"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := sweepWorkDir(work); n != 1 {
+		t.Errorf("removed %d folders, want 1", n)
+	}
+	for d, want := range map[string]bool{stale: false, live: true, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: exists=%v, want %v", d, err == nil, want)
 		}
 	}
 }

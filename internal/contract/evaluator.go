@@ -143,6 +143,9 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.Progress == nil {
 		opt.Progress = func(string) {}
 	}
+	if n := sweepWorkDir(opt.WorkDir); n > 0 {
+		opt.Progress(fmt.Sprintf("removed %d work folder(s) of kbplatform processes that no longer run from %s", n, opt.WorkDir))
+	}
 	script, err := worker.Extract(filepath.Join(opt.CacheDir, "worker"))
 	if errors.Is(err, worker.ErrReplaced) {
 		opt.Progress("warning: " + err.Error())
