@@ -255,3 +255,24 @@ func (e *Evaluator) sandboxStatus() *Sandbox {
 	st.Missing = append([]string(nil), st.Missing...)
 	return &st
 }
+
+// cudaStartFailures are what CUDA says when its initialisation was denied something: the
+// sandbox's doing where a host needs a path or call the sandbox does not grant.
+var cudaStartFailures = []string{"operation not supported on this os", "os call failed", "cudaerroroperatingsystem", "error 304", "cuda driver initialization failed"}
+
+// cudaStartHint is what a worker that could not start CUDA in the sandbox adds to its message:
+// how to see it for oneself, and the way to evaluate meanwhile.
+func (e *Evaluator) cudaStartHint(device, text string) string {
+	if !strings.HasPrefix(device, "cuda") || e.opt.Sandbox == sandbox.ModeOff {
+		return ""
+	}
+	t := strings.ToLower(text)
+	for _, f := range cudaStartFailures {
+		if strings.Contains(t, f) {
+			return "\n(CUDA could not start inside the sandbox, which may deny something this host's driver needs: " +
+				"kbplatform sandbox run -- python3 -c 'import torch; torch.zeros(1, device=\"cuda\")' shows it; " +
+				"sandbox: off in kbplatform.yaml evaluates without it meanwhile, said on every record; docs/contract.md, \"Sandbox\")"
+		}
+	}
+	return ""
+}

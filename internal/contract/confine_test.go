@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kbplatform/kbplatform/internal/contract/worker"
+	"github.com/kbplatform/kbplatform/internal/sandbox"
 )
 
 // The poisoning sequence that once made every later wrong kernel pass: a kernel writes an
@@ -125,5 +126,21 @@ func TestDeadDriversWorkFoldersAreSwept(t *testing.T) {
 		if _, err := os.Stat(d); (err == nil) != want {
 			t.Errorf("%s: exists=%v, want %v", d, err == nil, want)
 		}
+	}
+}
+
+func TestCUDAStartHint(t *testing.T) {
+	e := &Evaluator{opt: Options{}}
+	if h := e.cudaStartHint("cuda:0", "RuntimeError: CUDA error: OS call failed or operation not supported on this OS"); !strings.Contains(h, "sandbox: off") {
+		t.Errorf("no hint for CUDA error 304: %q", h)
+	}
+	for _, c := range []struct{ device, text string }{{"cpu", "operation not supported on this OS"}, {"cuda:0", "out of memory"}} {
+		if h := e.cudaStartHint(c.device, c.text); h != "" {
+			t.Errorf("%s %q: unexpected hint %q", c.device, c.text, h)
+		}
+	}
+	e.opt.Sandbox = sandbox.ModeOff
+	if h := e.cudaStartHint("cuda:0", "error 304"); h != "" {
+		t.Errorf("a hint with the sandbox off: %q", h)
 	}
 }

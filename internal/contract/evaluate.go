@@ -146,6 +146,9 @@ func (r *evalRun) candFail(phase string, err error) {
 	if r.ctx.Err() != nil {
 		cls, msg = ClassTimeout, fmt.Sprintf("the evaluation ran past its time limit during %s; the process group was killed", phase)
 	}
+	if phase == "start" {
+		msg += r.e.cudaStartHint(r.res.Device, msg+"\n"+tb+"\n"+r.cand.log.String())
+	}
 	r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message, r.res.Traceback = Fail, cls, phase, msg, tb
 	if cls == ClassHarness {
 		r.res.Verdict = VerdictError
@@ -220,6 +223,7 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, refere
 		if errors.As(err, &rf) {
 			refLog = rf.log
 		}
+		r.res.Message += e.cudaStartHint(device, r.res.Message+"\n"+refLog)
 		return
 	}
 	r.ref = ref
