@@ -217,8 +217,3 @@ func processesNamed(name string) []int {
 	return out
 }
 
-// processAlive says whether pid is a live process (a zombie is not).
-func processAlive(pid int) bool {
-	st, ok := readStatBuf(pid, make([]byte, 512))
-	return ok && st.state != 'Z' && st.state != 'X'
-}

@@ -121,7 +121,7 @@ func sweepWorkDir(dir string) (removed int) {
 			}
 			pidText, _, _ := strings.Cut(rest, "-")
 			pid, err := strconv.Atoi(pidText)
-			if err != nil || pid <= 0 || processExists(pid) {
+			if err != nil || pid <= 0 || processAlive(pid) {
 				continue
 			}
 			if os.RemoveAll(filepath.Join(dir, e.Name())) == nil {
@@ -132,10 +132,12 @@ func sweepWorkDir(dir string) (removed int) {
 	return removed
 }
 
-// processExists says whether pid is a live process (a process of another user included).
-func processExists(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+// processAlive says whether pid is a live process, another user's included. A zombie is not: a
+// driver killed with the command that started it stays one until something reaps it, and its
+// folders are as dead as it is.
+func processAlive(pid int) bool {
+	st, ok := readStatBuf(pid, make([]byte, 512))
+	return ok && st.state != 'Z' && st.state != 'X'
 }
 
 // buildDir is the build folder of kernel k's extensions on device, under the cache: one per

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kbplatform/kbplatform/internal/contract/worker"
 	"github.com/kbplatform/kbplatform/internal/sandbox"
@@ -109,20 +110,30 @@ func TestDeadDriversWorkFoldersAreSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := filepath.Join(work, "eval-"+strconv.Itoa(dead.Process.Pid)+"-00ff")
+	// A driver killed with its parent is a zombie until something reaps it: dead all the same.
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Wait()
+	for processAlive(zombie.Process.Pid) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	undead := filepath.Join(work, "compile-"+strconv.Itoa(zombie.Process.Pid)+"-00ff")
 	live, err := privateDir(work, "ref-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := filepath.Join(work, "tasks")
-	for _, d := range []string{stale, other} {
+	for _, d := range []string{stale, undead, other} {
 		if err := os.MkdirAll(filepath.Join(d, "out"), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := sweepWorkDir(work); n != 1 {
-		t.Errorf("removed %d folders, want 1", n)
+	if n := sweepWorkDir(work); n != 2 {
+		t.Errorf("removed %d folders, want 2", n)
 	}
-	for d, want := range map[string]bool{stale: false, live: true, other: true} {
+	for d, want := range map[string]bool{stale: false, undead: false, live: true, other: true} {
 		if _, err := os.Stat(d); (err == nil) != want {
 			t.Errorf("%s: exists=%v, want %v", d, err == nil, want)
 		}
