@@ -22,6 +22,11 @@ var ErrDamaged = errors.New("the database is damaged")
 // truncated lost every table to the next command that opened it, a read command included, which
 // then printed "0 evaluations". checkTables refuses such a database before Badger sees it.
 //
+// A process killed between writing a table and recording it in the MANIFEST leaves such a table
+// too (its records are still in Badger's log, so deleting it loses nothing); it is refused all the
+// same, since the two cannot be told apart from the files, and the message says how to go on in
+// either case: a refusal can be undone, a deletion cannot.
+//
 // It runs only where this process can take the directory lock Badger takes (a flock on the
 // folder): a holder's MANIFEST may be half-way through an append, which must not read as damage.
 // held is true when another process holds the lock (the caller goes through its socket).
@@ -79,7 +84,7 @@ func checkTables(dir string) (held bool, err error) {
 	}
 	if len(unlisted) > 0 {
 		sort.Strings(unlisted)
-		return false, fmt.Errorf("%w: %s does not list %d of the folder's %d tables (%s): it was truncated or replaced, and opening the database would delete them. Nothing was changed: restore the MANIFEST from a backup, or move the folder aside and start a new database with --db", ErrDamaged, mf, len(unlisted), len(tables), strings.Join(unlisted, ", "))
+		return false, fmt.Errorf("%w: %s does not list %d of the folder's %d tables (%s): opening the database would delete them. Nothing was changed. If a kbplatform process was killed while it wrote these tables, they are ones it had not finished recording (their records are still in its log): move those files out of the folder and run again. Otherwise the MANIFEST was truncated or replaced: restore it from a backup, or move the folder aside and start a new database with --db", ErrDamaged, mf, len(unlisted), len(tables), strings.Join(unlisted, ", "))
 	}
 	return false, nil
 }
