@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/kbplatform/kbplatform/internal/pyenv"
 )
 
 // What a worker's start pays for its sandbox: the helper's re-execution, the ruleset, the filter
@@ -12,7 +15,11 @@ import (
 func benchStart(b *testing.B, sandboxed bool, name string, args ...string) {
 	p := Policy{Env: Environ(os.Environ(), nil), ReadOnly: SystemPaths, Devices: DeviceFiles()}
 	if py := os.Getenv("KBP_PYTHON"); py != "" {
-		p.ReadOnly = append(p.ReadOnly, "/opt", "/root/.pyenv")
+		found, err := pyenv.Probe(context.Background(), py)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.ReadOnly = append(append([]string(nil), SystemPaths...), found.Paths...)
 	}
 	for b.Loop() {
 		var cmd *exec.Cmd
