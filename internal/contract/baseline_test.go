@@ -216,4 +216,3 @@ func processesNamed(name string) []int {
 	}
 	return out
 }
-
