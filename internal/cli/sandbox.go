@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,14 +36,18 @@ func (a *app) sandboxCmd() *cobra.Command {
 			return nil
 		},
 	})
-	var ro, rw []string
+	var ro, rw, without []string
 	run := &cobra.Command{
-		Use:   "run [--ro DIR]... [--rw DIR]... -- COMMAND [ARG...]",
+		Use:   "run [--ro DIR]... [--rw DIR]... [--without LAYER]... -- COMMAND [ARG...]",
 		Short: "Run a command in the sandbox a kernel's processes get (to see what a kernel can and cannot do)",
 		Long: `Run a command confined as the contract's worker processes are: the environment allowlist,
 read-only access to the system and the Python installation that imports torch, read-write access
 to a fresh folder (its HOME and TMPDIR; --rw adds folders), the GPUs' device files, no network, the
-system-call filter, no capabilities and bounded tasks. Its exit status is the command's.`,
+system-call filter, no capabilities and bounded tasks; on a host with NVIDIA GPUs, what CUDA needs
+besides (files by name in /dev/shm, its threads' names under /proc). Its exit status is the command's.
+
+--without leaves a layer out (landlock, seccomp, capabilities, limits), to find which one a program
+that fails confined trips over: a diagnosis, never a way to run kernels.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			home, err := os.MkdirTemp("", "kbp-sandbox-")
@@ -67,6 +73,17 @@ system-call filter, no capabilities and bounded tasks. Its exit status is the co
 				ReadWrite: append([]string{home}, rw...),
 				Devices:   sandbox.DeviceFiles(),
 			}
+			if slices.ContainsFunc(p.Devices, func(d string) bool { return strings.HasPrefix(d, "/dev/nvidia") }) {
+				p.GrantGPU()
+			}
+			for _, w := range without {
+				l, err := sandbox.ParseLayer(w)
+				if err != nil {
+					return err
+				}
+				p.Without = append(p.Without, l)
+				fmt.Fprintf(a.errOut, "warning: without %s: this is not the sandbox kernels get\n", l)
+			}
 			c, err := sandbox.Command(p, prog, args[1:]...)
 			if err != nil {
 				return err
@@ -83,6 +100,7 @@ system-call filter, no capabilities and bounded tasks. Its exit status is the co
 	}
 	run.Flags().StringArrayVar(&ro, "ro", nil, "also let the command read `DIR`")
 	run.Flags().StringArrayVar(&rw, "rw", nil, "also let the command write in `DIR`")
+	run.Flags().StringArrayVar(&without, "without", nil, "leave `LAYER` out (landlock, seccomp, capabilities, limits): to diagnose a program that fails confined")
 	cmd.AddCommand(run)
 	return cmd
 }

@@ -77,13 +77,7 @@ func (e *Evaluator) workerPolicy(role, device, dir, build string, env []string) 
 	)
 	p := sandbox.Policy{Env: sandbox.Environ(os.Environ(), set), ReadOnly: ro, ReadWrite: rw, Devices: devs, Mode: e.opt.Sandbox}
 	if strings.HasPrefix(device, "cuda") {
-		// torch's CUDA IPC keeps each shared block's reference count in a POSIX shared-memory file
-		// (/dev/shm/torch_<pid>_<random>_<n>) that the candidate makes and the reference opens:
-		// files there by name, no listing (evaluation folders there have unguessable names).
-		p.Unlisted = []string{"/dev/shm"}
-		// CUDA's initialisation writes its threads' names under /proc/<pid>/task; the worker
-		// narrows this to its own entry before it imports torch (kbpworker/confine.py).
-		p.Writable = []string{"/proc"}
+		p.GrantGPU()
 	}
 	return p
 }

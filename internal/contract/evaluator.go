@@ -135,7 +135,9 @@ func New(opt Options) (*Evaluator, error) {
 	if err := opt.Config.Validate(); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{opt.WorkDir, opt.CacheDir} {
+	// The tasks folder exists before any worker starts: a sandbox grants only folders that exist
+	// when it is made, and a spare process starts before the first task is written.
+	for _, d := range []string{opt.WorkDir, filepath.Join(opt.WorkDir, "tasks"), opt.CacheDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrHarness, err)
 		}

@@ -50,13 +50,15 @@ func helperMain() error {
 	// Landlock, seccomp and execve all act on the calling thread: everything from here to the
 	// exec runs on this one.
 	runtime.LockOSThread()
-	if err := setLimits(p); err != nil {
-		return err
-	}
-	if os.Geteuid() == 0 && st.Tasks != "" {
-		parent, v2 := pidsParent()
-		if err := joinPidsGroup(parent, v2, maxTasks(p)); err != nil {
+	if !p.without(LayerLimits) {
+		if err := setLimits(p); err != nil {
 			return err
+		}
+		if os.Geteuid() == 0 && st.Tasks != "" {
+			parent, v2 := pidsParent()
+			if err := joinPidsGroup(parent, v2, maxTasks(p)); err != nil {
+				return err
+			}
 		}
 	}
 	// The ruleset opens the policy's paths, which must happen before the capabilities go (a root
@@ -68,19 +70,25 @@ func helperMain() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
+	if p.without(LayerLandlock) && rulesetFD >= 0 {
+		unix.Close(rulesetFD)
+		rulesetFD = -1
+	}
 	if rulesetFD >= 0 {
 		if err := ll.LandlockRestrictSelf(rulesetFD, rulesetFlags); err != nil {
 			return fmt.Errorf("landlock_restrict_self: %w", err)
 		}
 		unix.Close(rulesetFD)
 	}
-	if st.Seccomp {
+	if st.Seccomp && !p.without(LayerSeccomp) {
 		if err := loadFilter(p); err != nil {
 			return err
 		}
 	}
-	if err := dropCapabilities(); err != nil {
-		return err
+	if !p.without(LayerCapabilities) {
+		if err := dropCapabilities(); err != nil {
+			return err
+		}
 	}
 	return syscall.Exec(req.Path, req.Args, p.Env)
 }

@@ -24,6 +24,7 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/kbplatform/kbplatform/sdk"
 )
@@ -59,6 +60,48 @@ type Policy struct {
 	MaxFileBytes uint64 `json:"max_file_bytes,omitempty"`
 	// Mode is how much of the sandbox the caller insists on (default ModeBestEffort).
 	Mode Mode `json:"mode,omitempty"`
+	// Without are layers left out, for diagnosis only (kbplatform sandbox run --without): to find
+	// which layer a program that fails confined trips over. The contract never sets it.
+	Without []Layer `json:"without,omitempty"`
+}
+
+// Layer is one part of the sandbox that Policy.Without can leave out.
+type Layer string
+
+const (
+	LayerLandlock     Layer = "landlock"     // the filesystem, network and signal rules
+	LayerSeccomp      Layer = "seccomp"      // the system-call filter
+	LayerCapabilities Layer = "capabilities" // dropping every capability
+	LayerLimits       Layer = "limits"       // the resource limits and the pids cgroup
+)
+
+// Layers are the layers a Policy can leave out, in the order the helper applies them.
+var Layers = []Layer{LayerLimits, LayerLandlock, LayerSeccomp, LayerCapabilities}
+
+// ParseLayer reads a layer's name.
+func ParseLayer(s string) (Layer, error) {
+	for _, l := range Layers {
+		if string(l) == s {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox layer %q: want one of %v", s, Layers)
+}
+
+func (p Policy) without(l Layer) bool { return slices.Contains(p.Without, l) }
+
+// GrantGPU adds what CUDA needs beyond the GPUs' device files, which a program that initialises
+// CUDA fails without (error 304, "OS call failed"):
+//   - /dev/shm, files by name but no listing: torch's CUDA IPC keeps each shared block's reference
+//     count in a POSIX shared-memory file (/dev/shm/torch_<pid>_<random>_<n>) that one process
+//     makes and another opens; folders there have unguessable names, so without a listing nobody
+//     else's file can be found;
+//   - writing existing files under /proc: CUDA's initialisation names its threads through
+//     /proc/<pid>/task/<tid>/comm. A worker narrows this to its own entry once it runs
+//     (kbpworker/confine.py).
+func (p *Policy) GrantGPU() {
+	p.Unlisted = append(p.Unlisted, "/dev/shm")
+	p.Writable = append(p.Writable, "/proc")
 }
 
 // Mode says how much of the sandbox a caller insists on.
