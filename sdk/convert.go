@@ -266,7 +266,11 @@ func validationToPB(v *Validation) *pb.Validation {
 	if v == nil {
 		return nil
 	}
-	return &pb.Validation{TaskId: v.TaskID, Size: v.Size, Device: v.Device, Ok: v.OK, Output: v.Output, Errors: v.Errors, Warnings: v.Warnings}
+	out := &pb.Validation{TaskId: v.TaskID, Size: v.Size, Device: v.Device, Ok: v.OK, Output: v.Output, Errors: v.Errors, Warnings: v.Warnings}
+	for _, p := range v.Probes {
+		out.Probes = append(out.Probes, &pb.ProbedDistribution{Dist: p.Dist, Kept: p.Kept, Reason: p.Reason})
+	}
+	return out
 }
 
 // ValidationFromPB converts a Validation from its protocol message.
@@ -274,7 +278,11 @@ func ValidationFromPB(v *pb.Validation) *Validation {
 	if v == nil {
 		return nil
 	}
-	return &Validation{TaskID: v.TaskId, Size: v.Size, Device: v.Device, OK: v.Ok, Output: v.Output, Errors: v.Errors, Warnings: v.Warnings}
+	out := &Validation{TaskID: v.TaskId, Size: v.Size, Device: v.Device, OK: v.Ok, Output: v.Output, Errors: v.Errors, Warnings: v.Warnings}
+	for _, p := range v.Probes {
+		out.Probes = append(out.Probes, ProbedDistribution{Dist: p.Dist, Kept: p.Kept, Reason: p.Reason})
+	}
+	return out
 }
 
 // MessagesToPB converts messages to their protocol messages.

@@ -471,13 +471,26 @@ func quantile(sorted []float64, q float64) float64 {
 
 // Validation is the outcome of running a task's reference on its own.
 type Validation struct {
-	TaskID   string         `json:"task_id"`
-	Size     string         `json:"size"`
-	Device   string         `json:"device"`
-	Path     string         `json:"path,omitempty"`
-	OK       bool           `json:"ok"`
-	Output   string         `json:"output,omitempty"` // e.g. float32[64, 4096]
-	Errors   []string       `json:"errors,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
-	Report   map[string]any `json:"report,omitempty"`
+	// Probes are what the reference did under the distributions the contract probes on every
+	// task; the kept ones add a trial to each evaluation.
+	Probes   []ProbedDistribution `json:"probes,omitempty"`
+	TaskID   string               `json:"task_id"`
+	Size     string               `json:"size"`
+	Device   string               `json:"device"`
+	Path     string               `json:"path,omitempty"`
+	OK       bool                 `json:"ok"`
+	Output   string               `json:"output,omitempty"` // e.g. float32[64, 4096]
+	Errors   []string             `json:"errors,omitempty"`
+	Warnings []string             `json:"warnings,omitempty"`
+	Report   map[string]any       `json:"report,omitempty"`
+}
+
+// ProbedDistribution is what a task's reference did under one of the distributions the contract
+// probes on every task (negated, uniform, small: KernelBench's inputs are all in [0, 1), where an
+// operation that differs on negative inputs is invisible). A kept one adds a trial to every
+// evaluation of the task; Reason says why one was refused.
+type ProbedDistribution struct {
+	Dist   string `json:"dist"`
+	Kept   bool   `json:"kept"`
+	Reason string `json:"reason,omitempty"`
 }

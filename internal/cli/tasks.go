@@ -307,7 +307,7 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 					reports = append(reports, rep)
 				}
 				if !asJSON {
-					notes := strings.Join(append(append([]string{}, rep.Errors...), rep.Warnings...), "; ")
+					notes := strings.Join(append(append(append([]string{}, rep.Errors...), probeNotes(rep.Probes)...), rep.Warnings...), "; ")
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, ct.Size, status, rep.Output, notes)
 				}
 			}
@@ -335,6 +335,27 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addContractFlags(cmd)
 	return cmd
+}
+
+// probeNotes says which probed distributions a task's evaluations add a trial under, and why the
+// others are not.
+func probeNotes(probes []sdk.ProbedDistribution) []string {
+	var kept, refused []string
+	for _, p := range probes {
+		if p.Kept {
+			kept = append(kept, p.Dist)
+		} else {
+			refused = append(refused, p.Dist+" ("+p.Reason+")")
+		}
+	}
+	var out []string
+	if len(kept) > 0 {
+		out = append(out, "probe trials under "+strings.Join(kept, ", "))
+	}
+	if len(refused) > 0 {
+		out = append(out, "no probe trial under "+strings.Join(refused, ", "))
+	}
+	return out
 }
 
 func printJSON(w interface{ Write([]byte) (int, error) }, v any) error {

@@ -54,6 +54,9 @@ func (r *evalRun) correctness() bool {
 			return false // incorrect kernels are not timed
 		}
 	}
+	if !r.probeTrials() {
+		return false
+	}
 	return r.sensitive()
 }
 

@@ -80,6 +80,9 @@ type shared struct {
 	// the same for every process started there. Once known, a candidate's hello (its CUDA start)
 	// runs beside the reference's start instead of after it.
 	ipc map[string]bool
+	// probes are, by task hash and device, what the task's reference did under the probed
+	// distributions (probe.go): found once, by the first evaluation.
+	probes map[string][]sdk.ProbedDistribution
 	// workerMu serialises checking (and rewriting) the extracted worker.
 	workerMu sync.Mutex
 	// sandboxNotice says once what the sandbox lacks on this host.
@@ -160,7 +163,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.GPUProcesses == nil {
 		opt.GPUProcesses = ListGPUProcesses
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, spareDepths: map[string]int{}, memInfo: footprint.MemInfo, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, spareDepths: map[string]int{}, memInfo: footprint.MemInfo, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}, probes: map[string][]sdk.ProbedDistribution{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that

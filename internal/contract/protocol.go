@@ -338,6 +338,32 @@ type probedDist struct {
 func (sensitivityRequest) op() string             { return "sensitivity" }
 func (sensitivityRequest) reply(sensitivityReply) {}
 
+// ---- probe: reference. Which distributions keep the reference finite and change its output
+// (probe.go).
+
+type probeRequest struct {
+	Distributions []string   `json:"distributions"`
+	Seed          int        `json:"seed"`
+	Tolerance     *Tolerance `json:"tolerance,omitempty"`
+}
+
+type probeReply struct {
+	replyStatus
+	Probes    []probeEntry `json:"probes"`
+	RefCallMS float64      `json:"ref_call_ms"`
+}
+
+// probeEntry is what the reference did under one distribution.
+type probeEntry struct {
+	Dist    string `json:"dist"`
+	Error   string `json:"error,omitempty"`   // the reference raised
+	Finite  bool   `json:"finite,omitempty"`  // every floating output value was finite
+	Changes bool   `json:"changes,omitempty"` // the output differs from the one on the task's own inputs
+}
+
+func (probeRequest) op() string       { return "probe" }
+func (probeRequest) reply(probeReply) {}
+
 // ---- validate: reference. Runs the task's reference on every distribution and reports whether
 // it is usable (validate.go).
 

@@ -23,6 +23,9 @@ type refServer struct {
 	device                 string
 	users                  int       // evaluations using it now; it is never ended under one
 	used                   time.Time // last handed out, for eviction
+	// dirty: its task's reference raised in it (under a probed distribution), which may leave a
+	// process unusable (CUDA's errors are sticky); it ends once no evaluation uses it. Under e.mu.
+	dirty bool
 }
 
 // liveReferences is how many idle reference processes a device keeps. Each holds its task's
@@ -84,6 +87,9 @@ func (e *Evaluator) release(r *refServer) {
 	switch {
 	case r.users > 0:
 	case e.refs[r.key] != r: // replaced while in use
+		done = []*refServer{r}
+	case r.dirty:
+		delete(e.refs, r.key)
 		done = []*refServer{r}
 	default:
 		done = e.evictLocked(r.device, "")
@@ -195,7 +201,7 @@ type workerOp struct {
 
 // accountedOps are the operations a worker accounts for (the worker leaves out hello, memory, gc
 // and exit: the accounting's own, or before there is anything to account to).
-var accountedOps = []string{"prepare", "load", "trial", "timed", "profile", "dump_last", "guard", "compare", "sensitivity", "validate"}
+var accountedOps = []string{"prepare", "load", "trial", "timed", "profile", "dump_last", "guard", "compare", "sensitivity", "probe", "validate"}
 
 // phaseOps turns a worker's account into the record's form. Only operations of the protocol with
 // sane numbers are kept: the candidate's account comes from a process that ran untrusted code,

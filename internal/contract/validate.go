@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kbplatform/kbplatform/sdk"
@@ -96,7 +97,45 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if w := sensitivityWarning(dists, vrep.Sensitivity); w != "" {
 		v.Warnings = append(v.Warnings, w)
 	}
+	prep, err := call(ctx, ref.p, e.opt.Config.CallTimeout, probeRequest{Distributions: SignProbes, Seed: 13, Tolerance: t.Tolerance})
+	if err != nil {
+		_, msg, _ := describeErr(err)
+		ref.p.kill()
+		return fail("the reference failed while probed under " + strings.Join(SignProbes, ", ") + " inputs: " + msg)
+	}
+	v.Probes = probeOutcomes(prep.Probes)
+	if slices.ContainsFunc(prep.Probes, func(p probeEntry) bool { return p.Error != "" }) {
+		ref.p.kill() // a reference that raised may have left its process unusable
+	}
+	if w := probeWarning(dists, v.Probes); w != "" {
+		v.Warnings = append(v.Warnings, w)
+	}
 	return v
+}
+
+// signVarying are the distributions whose inputs take both signs.
+var signVarying = []string{"uniform", "negated"}
+
+// probeWarning says when neither the task's own distributions nor a kept probe is one that makes
+// inputs of both signs (a task whose own inputs already take both signs under default keeps the
+// probes too: a reference that handles randn handles its negation).
+func probeWarning(dists []string, probes []sdk.ProbedDistribution) string {
+	for _, d := range dists {
+		if slices.Contains(signVarying, d) {
+			return ""
+		}
+	}
+	var refused []string
+	for _, p := range probes {
+		if p.Kept && slices.Contains(signVarying, p.Dist) {
+			return ""
+		}
+		if !p.Kept && slices.Contains(signVarying, p.Dist) {
+			refused = append(refused, p.Dist+": "+p.Reason)
+		}
+	}
+	return fmt.Sprintf("the task's inputs admit only sign-keeping distributions (%s; %s): its evaluations cannot see how a kernel handles inputs of the other sign",
+		strings.Join(dists, ", "), strings.Join(refused, "; "))
 }
 
 // sensitivityWarning says what an evaluation does about a task whose output barely changes

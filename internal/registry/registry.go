@@ -66,7 +66,7 @@ type Task struct {
 	Meta   Meta   `json:"meta"`
 }
 
-var knownDists = map[string]bool{"default": true, "scaled": true, "offset": true, "uniform": true, "positive": true, "large": true, "sparse": true}
+var knownDists = map[string]bool{"default": true, "scaled": true, "offset": true, "uniform": true, "positive": true, "large": true, "sparse": true, "negated": true, "small": true}
 
 var (
 	reModel    = regexp.MustCompile(`(?m)^class\s+Model\s*[(:]`)

@@ -194,6 +194,11 @@ class Worker:
         res["ok"] = True
         return res
 
+    def op_probe(self, cmd, seq):
+        res = self.session.probe(cmd["distributions"], int(cmd["seed"]), cmd.get("tolerance"))
+        res["ok"] = True
+        return res
+
     def op_validate(self, cmd, seq):
         rep = self.session.validate(cmd["distributions"], [int(s) for s in cmd["seeds"]], cmd.get("tolerance"))
         rep["ok"] = True

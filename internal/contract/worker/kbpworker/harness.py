@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from . import compare, inputs, precision, profile, sensitivity, tensorfile, transport
+from . import compare, inputs, precision, probe, profile, sensitivity, tensorfile, transport
 from .errors import HarnessError, LoadError, describe
 
 # Captured before any candidate code can run; the harness calls these, never the module attributes.
@@ -473,6 +473,34 @@ class Session:
         self._release()
         keys = [(int(t["seed"]), t["dist"]) for t in trials]
         return sensitivity.check(self._samples, self._reference_timed, keys, seed, tol)
+
+    def probe(self, dists, seed, tol=None):
+        """For each of dists: whether the reference raises under it, stays finite, and gives an
+        output that differs from its output on the task's own inputs for seed (compared at the
+        sampled positions: probe.py)."""
+        self._release()
+        self._ref_cache = []
+        ms = 0.0
+        base, t = self._reference_timed(seed, "default")
+        ms += t
+        del base
+        found = []
+        for dist in dists:
+            entry = {"dist": dist}
+            try:
+                val, t = self._reference_timed(seed, dist)
+                ms += t
+            except Exception as e:  # noqa: BLE001 - the reference's own failure is the answer
+                entry["error"] = probe.describe(e)
+                found.append(entry)
+                self._ref_cache = []
+                continue
+            entry["finite"] = sensitivity.finite(val)
+            del val
+            self._ref_cache = []
+            entry["changes"] = probe.changes(self._samples.get((seed, "default")), self._samples.get((seed, dist)), tol)
+            found.append(entry)
+        return {"probes": found, "ref_call_ms": ms}
 
     def compare(self, seed, dist, output, tol=None, strides="any", inputs_manifest=None, want_digest=False,
                 want_precision=False):

@@ -16,7 +16,14 @@ try:
 except ImportError:  # numpy is optional
     _np = None
 
-DISTRIBUTIONS = ("default", "scaled", "offset", "uniform", "positive", "large", "sparse")
+DISTRIBUTIONS = ("default", "scaled", "offset", "uniform", "positive", "large", "sparse", "negated", "small")
+
+# The distributions probed on every task's reference and, where it stays finite and its output
+# changes, tried once in every evaluation beside the task's own (probe.py): most tasks draw their
+# inputs with torch.rand, in [0, 1), where an operation that differs on negative inputs (ReLU's max,
+# a clamp, abs) is the identity. negated flips every sign, uniform draws from [-1, 1), small takes
+# the magnitudes a hundred times down (an epsilon or a threshold that was hard-coded shows there).
+SIGN_PROBES = ("negated", "uniform", "small")
 
 
 class InputError(Exception):
@@ -53,6 +60,10 @@ def _chunk_value(c, u, dist):
         return c.abs() + 1e-3
     if dist == "large":
         return c * 64.0
+    if dist == "negated":
+        return -c
+    if dist == "small":
+        return c * 0.01
     if dist == "sparse":
         return c * (u < 0.1).to(c.dtype)
     raise InputError("unknown input distribution %r (known: %s)" % (dist, ", ".join(DISTRIBUTIONS)))

@@ -55,6 +55,9 @@ OPS = {
     # Reference: whether one fixed output would pass the trials (seed, dist); if one would, the first
     # other distribution whose output for seed every such constant fails.
     "sensitivity": Op(("trials", "seed"), ("tolerance",), ("varies", "dist", "probed", "ref_call_ms")),
+    # Reference: for each distribution, whether the reference stays finite under it and its output
+    # differs from the task's own inputs' (the distributions an evaluation adds a trial under).
+    "probe": Op(("distributions", "seed"), ("tolerance",), ("probes", "ref_call_ms")),
     # Reference: run the task's reference on every distribution and report whether it is usable.
     "validate": Op(("distributions", "seeds"), ("tolerance",), ("distributions", "warnings", "sensitivity")),
     # Either role: collect garbage and give cached device memory back.

@@ -1811,14 +1811,16 @@ func (x *Flag) GetReason() string {
 }
 
 type Validation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Size          string                 `protobuf:"bytes,2,opt,name=size,proto3" json:"size,omitempty"`
-	Device        string                 `protobuf:"bytes,3,opt,name=device,proto3" json:"device,omitempty"`
-	Ok            bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
-	Output        string                 `protobuf:"bytes,5,opt,name=output,proto3" json:"output,omitempty"`
-	Errors        []string               `protobuf:"bytes,6,rep,name=errors,proto3" json:"errors,omitempty"`
-	Warnings      []string               `protobuf:"bytes,7,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TaskId   string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Size     string                 `protobuf:"bytes,2,opt,name=size,proto3" json:"size,omitempty"`
+	Device   string                 `protobuf:"bytes,3,opt,name=device,proto3" json:"device,omitempty"`
+	Ok       bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
+	Output   string                 `protobuf:"bytes,5,opt,name=output,proto3" json:"output,omitempty"`
+	Errors   []string               `protobuf:"bytes,6,rep,name=errors,proto3" json:"errors,omitempty"`
+	Warnings []string               `protobuf:"bytes,7,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// What the reference did under the distributions the contract probes on every task.
+	Probes        []*ProbedDistribution `protobuf:"bytes,8,rep,name=probes,proto3" json:"probes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1902,6 +1904,74 @@ func (x *Validation) GetWarnings() []string {
 	return nil
 }
 
+func (x *Validation) GetProbes() []*ProbedDistribution {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
+// One distribution probed on a task's reference: kept ones add a trial to every evaluation.
+type ProbedDistribution struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dist          string                 `protobuf:"bytes,1,opt,name=dist,proto3" json:"dist,omitempty"`
+	Kept          bool                   `protobuf:"varint,2,opt,name=kept,proto3" json:"kept,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"` // why it was refused
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbedDistribution) Reset() {
+	*x = ProbedDistribution{}
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbedDistribution) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbedDistribution) ProtoMessage() {}
+
+func (x *ProbedDistribution) ProtoReflect() protoreflect.Message {
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbedDistribution.ProtoReflect.Descriptor instead.
+func (*ProbedDistribution) Descriptor() ([]byte, []int) {
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ProbedDistribution) GetDist() string {
+	if x != nil {
+		return x.Dist
+	}
+	return ""
+}
+
+func (x *ProbedDistribution) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
+}
+
+func (x *ProbedDistribution) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // One message of a conversation with a model.
 type ChatMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1913,7 +1983,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +1995,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[18]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2008,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{18}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ChatMessage) GetRole() string {
@@ -1968,7 +2038,7 @@ type Hardware struct {
 
 func (x *Hardware) Reset() {
 	*x = Hardware{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2050,7 @@ func (x *Hardware) String() string {
 func (*Hardware) ProtoMessage() {}
 
 func (x *Hardware) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[19]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2063,7 @@ func (x *Hardware) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hardware.ProtoReflect.Descriptor instead.
 func (*Hardware) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{19}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Hardware) GetTarget() string {
@@ -2039,7 +2109,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2121,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[20]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2134,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{20}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Device) GetName() string {
@@ -2130,7 +2200,7 @@ type BuildRecipe struct {
 
 func (x *BuildRecipe) Reset() {
 	*x = BuildRecipe{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2212,7 @@ func (x *BuildRecipe) String() string {
 func (*BuildRecipe) ProtoMessage() {}
 
 func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[21]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2225,7 @@ func (x *BuildRecipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRecipe.ProtoReflect.Descriptor instead.
 func (*BuildRecipe) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{21}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BuildRecipe) GetEnv() map[string]string {
@@ -2206,7 +2276,7 @@ type Issue struct {
 
 func (x *Issue) Reset() {
 	*x = Issue{}
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[22]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2288,7 @@ func (x *Issue) String() string {
 func (*Issue) ProtoMessage() {}
 
 func (x *Issue) ProtoReflect() protoreflect.Message {
-	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[22]
+	mi := &file_kbplatform_plugin_v1_common_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2301,7 @@ func (x *Issue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Issue.ProtoReflect.Descriptor instead.
 func (*Issue) Descriptor() ([]byte, []int) {
-	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{22}
+	return file_kbplatform_plugin_v1_common_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Issue) GetSeverity() string {
@@ -2461,7 +2531,7 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\rharness_bytes\x18\t \x01(\x03R\fharnessBytes\"2\n" +
 	"\x04Flag\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xad\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xef\x01\n" +
 	"\n" +
 	"Validation\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
@@ -2470,7 +2540,12 @@ const file_kbplatform_plugin_v1_common_proto_rawDesc = "" +
 	"\x02ok\x18\x04 \x01(\bR\x02ok\x12\x16\n" +
 	"\x06output\x18\x05 \x01(\tR\x06output\x12\x16\n" +
 	"\x06errors\x18\x06 \x03(\tR\x06errors\x12\x1a\n" +
-	"\bwarnings\x18\a \x03(\tR\bwarnings\";\n" +
+	"\bwarnings\x18\a \x03(\tR\bwarnings\x12@\n" +
+	"\x06probes\x18\b \x03(\v2(.kbplatform.plugin.v1.ProbedDistributionR\x06probes\"T\n" +
+	"\x12ProbedDistribution\x12\x12\n" +
+	"\x04dist\x18\x01 \x01(\tR\x04dist\x12\x12\n" +
+	"\x04kept\x18\x02 \x01(\bR\x04kept\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\";\n" +
 	"\vChatMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\"\xb9\x01\n" +
@@ -2515,7 +2590,7 @@ func file_kbplatform_plugin_v1_common_proto_rawDescGZIP() []byte {
 	return file_kbplatform_plugin_v1_common_proto_rawDescData
 }
 
-var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_kbplatform_plugin_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*Task)(nil),                  // 0: kbplatform.plugin.v1.Task
 	(*Tolerance)(nil),             // 1: kbplatform.plugin.v1.Tolerance
@@ -2535,16 +2610,17 @@ var file_kbplatform_plugin_v1_common_proto_goTypes = []any{
 	(*MemoryUse)(nil),             // 15: kbplatform.plugin.v1.MemoryUse
 	(*Flag)(nil),                  // 16: kbplatform.plugin.v1.Flag
 	(*Validation)(nil),            // 17: kbplatform.plugin.v1.Validation
-	(*ChatMessage)(nil),           // 18: kbplatform.plugin.v1.ChatMessage
-	(*Hardware)(nil),              // 19: kbplatform.plugin.v1.Hardware
-	(*Device)(nil),                // 20: kbplatform.plugin.v1.Device
-	(*BuildRecipe)(nil),           // 21: kbplatform.plugin.v1.BuildRecipe
-	(*Issue)(nil),                 // 22: kbplatform.plugin.v1.Issue
-	nil,                           // 23: kbplatform.plugin.v1.Phases.ReferenceOpsEntry
-	nil,                           // 24: kbplatform.plugin.v1.Phases.CandidateOpsEntry
-	nil,                           // 25: kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	(*structpb.Struct)(nil),       // 26: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*ProbedDistribution)(nil),    // 18: kbplatform.plugin.v1.ProbedDistribution
+	(*ChatMessage)(nil),           // 19: kbplatform.plugin.v1.ChatMessage
+	(*Hardware)(nil),              // 20: kbplatform.plugin.v1.Hardware
+	(*Device)(nil),                // 21: kbplatform.plugin.v1.Device
+	(*BuildRecipe)(nil),           // 22: kbplatform.plugin.v1.BuildRecipe
+	(*Issue)(nil),                 // 23: kbplatform.plugin.v1.Issue
+	nil,                           // 24: kbplatform.plugin.v1.Phases.ReferenceOpsEntry
+	nil,                           // 25: kbplatform.plugin.v1.Phases.CandidateOpsEntry
+	nil,                           // 26: kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	(*structpb.Struct)(nil),       // 27: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
 }
 var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	1,  // 0: kbplatform.plugin.v1.Task.tolerance:type_name -> kbplatform.plugin.v1.Tolerance
@@ -2553,35 +2629,36 @@ var file_kbplatform_plugin_v1_common_proto_depIdxs = []int32{
 	4,  // 3: kbplatform.plugin.v1.Timing.candidate_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 4: kbplatform.plugin.v1.Timing.reference_wall:type_name -> kbplatform.plugin.v1.Stats
 	4,  // 5: kbplatform.plugin.v1.Timing.overhead:type_name -> kbplatform.plugin.v1.Stats
-	26, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
+	27, // 6: kbplatform.plugin.v1.Mismatch.detail:type_name -> google.protobuf.Struct
 	0,  // 7: kbplatform.plugin.v1.Result.task:type_name -> kbplatform.plugin.v1.Task
 	2,  // 8: kbplatform.plugin.v1.Result.kernel:type_name -> kbplatform.plugin.v1.Kernel
 	6,  // 9: kbplatform.plugin.v1.Result.trials:type_name -> kbplatform.plugin.v1.Trial
 	7,  // 10: kbplatform.plugin.v1.Result.mismatch:type_name -> kbplatform.plugin.v1.Mismatch
 	5,  // 11: kbplatform.plugin.v1.Result.timing:type_name -> kbplatform.plugin.v1.Timing
-	26, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
+	27, // 12: kbplatform.plugin.v1.Result.fingerprint:type_name -> google.protobuf.Struct
 	3,  // 13: kbplatform.plugin.v1.Result.config:type_name -> kbplatform.plugin.v1.ContractConfig
 	8,  // 14: kbplatform.plugin.v1.Result.compile:type_name -> kbplatform.plugin.v1.CompileResult
-	27, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
-	27, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
+	28, // 15: kbplatform.plugin.v1.Result.started_at:type_name -> google.protobuf.Timestamp
+	28, // 16: kbplatform.plugin.v1.Result.finished_at:type_name -> google.protobuf.Timestamp
 	16, // 17: kbplatform.plugin.v1.Result.flags:type_name -> kbplatform.plugin.v1.Flag
 	13, // 18: kbplatform.plugin.v1.Result.phases:type_name -> kbplatform.plugin.v1.Phases
 	15, // 19: kbplatform.plugin.v1.Result.memory:type_name -> kbplatform.plugin.v1.MemoryUse
 	11, // 20: kbplatform.plugin.v1.Result.profile:type_name -> kbplatform.plugin.v1.Profile
 	10, // 21: kbplatform.plugin.v1.Result.sandbox:type_name -> kbplatform.plugin.v1.Sandbox
 	12, // 22: kbplatform.plugin.v1.Profile.kernels:type_name -> kbplatform.plugin.v1.KernelTime
-	23, // 23: kbplatform.plugin.v1.Phases.reference_ops:type_name -> kbplatform.plugin.v1.Phases.ReferenceOpsEntry
-	24, // 24: kbplatform.plugin.v1.Phases.candidate_ops:type_name -> kbplatform.plugin.v1.Phases.CandidateOpsEntry
-	20, // 25: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
-	26, // 26: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
-	25, // 27: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
-	14, // 28: kbplatform.plugin.v1.Phases.ReferenceOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
-	14, // 29: kbplatform.plugin.v1.Phases.CandidateOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	24, // 23: kbplatform.plugin.v1.Phases.reference_ops:type_name -> kbplatform.plugin.v1.Phases.ReferenceOpsEntry
+	25, // 24: kbplatform.plugin.v1.Phases.candidate_ops:type_name -> kbplatform.plugin.v1.Phases.CandidateOpsEntry
+	18, // 25: kbplatform.plugin.v1.Validation.probes:type_name -> kbplatform.plugin.v1.ProbedDistribution
+	21, // 26: kbplatform.plugin.v1.Hardware.devices:type_name -> kbplatform.plugin.v1.Device
+	27, // 27: kbplatform.plugin.v1.Hardware.fingerprint:type_name -> google.protobuf.Struct
+	26, // 28: kbplatform.plugin.v1.BuildRecipe.env:type_name -> kbplatform.plugin.v1.BuildRecipe.EnvEntry
+	14, // 29: kbplatform.plugin.v1.Phases.ReferenceOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
+	14, // 30: kbplatform.plugin.v1.Phases.CandidateOpsEntry.value:type_name -> kbplatform.plugin.v1.WorkerOp
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_kbplatform_plugin_v1_common_proto_init() }
@@ -2596,7 +2673,7 @@ func file_kbplatform_plugin_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kbplatform_plugin_v1_common_proto_rawDesc), len(file_kbplatform_plugin_v1_common_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
