@@ -150,7 +150,7 @@ func TestDamagedTableIsAClearError(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := binaryRunner{t: t, bin: bin, env: env}
-			for _, args := range [][]string{{"results", "list"}, {"study", "show", "studyaaa"}} {
+			for _, args := range [][]string{{"results", "list"}, {"study", "show", "studyaaa"}, {"db", "check"}} {
 				out, errOut, code := r.run(args...)
 				if code == 0 {
 					t.Errorf("%v: exit 0 on a damaged table:\n%s", args, out)

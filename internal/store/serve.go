@@ -23,8 +23,11 @@ const (
 	pathGet    = "/v1/get"    // GET ?key=K: one value (404: not found)
 	pathScan   = "/v1/scan"   // GET ?prefix=P&reverse=1: the records under P, one JSON line each
 	pathPut    = "/v1/put"    // POST {"kvs":[{"k":..,"v":..}]}: written in one synced transaction
-	sockName   = "kbplatform.sock"
-	maxSockLen = 100 // sun_path holds 108 bytes
+	pathBackup = "/v1/backup" // GET: a backup of every record (Badger's stream format)
+
+	trailerBackupError = "Kbplatform-Backup-Error" // set when the backup stream broke off
+	sockName           = "kbplatform.sock"
+	maxSockLen         = 100 // sun_path holds 108 bytes
 )
 
 // HolderInfo says which process holds a database.
@@ -123,6 +126,14 @@ func serve(db kv, dir string) (*server, error) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET "+pathBackup, func(w http.ResponseWriter, _ *http.Request) {
+		// The status is sent before the first byte; a failure after it goes in a trailer.
+		w.Header().Set("Trailer", trailerBackupError)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if err := backup(db, w); err != nil {
+			w.Header().Set(trailerBackupError, err.Error())
+		}
 	})
 	srv := &server{http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, path: path}
 	go func() { _ = srv.http.Serve(lis) }()
