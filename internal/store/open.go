@@ -71,8 +71,8 @@ func (s *Store) connect() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w (%s): its holder does not answer on %s (%v); wait for it to finish or use another --db",
-				ErrLocked, s.dir, socketPath(s.dir), rerr)
+			return fmt.Errorf("%w (%s): its holder does not answer on its socket (%v); wait for it to finish or use another --db",
+				ErrLocked, s.dir, rerr)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, 500*time.Millisecond)

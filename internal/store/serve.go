@@ -2,15 +2,11 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -44,21 +40,8 @@ type pair struct {
 	V []byte `json:"v"`
 }
 
-// SocketPath is where the holder of the database in dir serves it: inside dir when the path fits
-// a unix socket address, else in the temporary folder under a name derived from dir.
-func SocketPath(dir string) string { return socketPath(dir) }
-
-func socketPath(dir string) string {
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	p := filepath.Join(dir, sockName)
-	if len(p) <= maxSockLen {
-		return p
-	}
-	h := sha256.Sum256([]byte(dir))
-	return filepath.Join(os.TempDir(), fmt.Sprintf("kbplatform-%d-%s.sock", os.Getuid(), hex.EncodeToString(h[:8])))
-}
+// SocketPath is where the holder of the database in dir serves it (sockdir.go).
+func SocketPath(dir string) (string, error) { return socketPath(dir) }
 
 type server struct {
 	http *http.Server
@@ -68,7 +51,10 @@ type server struct {
 // serve starts serving db on its socket. Whoever holds the Badger lock owns the socket path, so a
 // file left there by a holder that was killed is removed first.
 func serve(db kv, dir string) (*server, error) {
-	path := socketPath(dir)
+	path, err := socketPath(dir)
+	if err != nil {
+		return nil, err
+	}
 	_ = os.Remove(path)
 	lis, err := net.Listen("unix", path)
 	if err != nil {
