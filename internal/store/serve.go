@@ -22,8 +22,7 @@ const (
 	pathBackup = "/v1/backup" // GET: a backup of every record (Badger's stream format)
 
 	trailerBackupError = "Kbplatform-Backup-Error" // set when the backup stream broke off
-	sockName           = "kbplatform.sock"
-	maxSockLen         = 100 // sun_path holds 108 bytes
+	maxSockLen         = 100                       // sun_path holds 108 bytes
 )
 
 // HolderInfo says which process holds a database.
