@@ -20,7 +20,7 @@ func (a *app) resultsCostCmd() *cobra.Command {
 		Short: "Model calls, tokens and cost per study, model and strategy (prices: kbplatform.yaml)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.openStore()
+			st, err := a.readStore()
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ func (a *app) studyExportCmd() *cobra.Command {
 			if !slices.Contains(export.Formats, format) {
 				return fmt.Errorf("unknown format %q (known: %s)", format, strings.Join(export.Formats, ", "))
 			}
-			st, err := a.openStore()
+			st, err := a.readStore()
 			if err != nil {
 				return err
 			}

@@ -56,7 +56,7 @@ its evaluations ran on.`,
 				}
 			}
 			mo := metrics.Options{Baseline: baseline, ExcludeFlags: excludeFlags}
-			st, reg, err := a.openWithRegistry()
+			st, reg, err := a.readWithRegistry()
 			if err != nil {
 				return err
 			}

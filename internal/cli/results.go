@@ -24,7 +24,7 @@ func (a *app) resultsListCmd() *cobra.Command {
 		Short: "List evaluations, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.openStore()
+			st, err := a.readStore()
 			if err != nil {
 				return err
 			}
@@ -70,7 +70,7 @@ func (a *app) resultsShowCmd() *cobra.Command {
 		Short: "Show one evaluation (an id prefix is enough)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.openStore()
+			st, err := a.readStore()
 			if err != nil {
 				return err
 			}

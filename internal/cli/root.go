@@ -304,7 +304,7 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.String("plugin-lock", "", "plugin lock file (default: the user data dir's plugins.lock)")
 	pf.String("log-level", "", "plugin log level: error, warn, info, debug, trace")
 	root.AddCommand(a.versionCmd(), a.configCmd(), a.tasksCmd(), a.evalCmd(), a.baselineCmd(), a.resultsCmd(),
-		a.pluginsCmd(), a.pluginCmd(), a.studyCmd(), a.targetCmd(), a.workerCmd(), a.sandboxCmd())
+		a.pluginsCmd(), a.pluginCmd(), a.studyCmd(), a.targetCmd(), a.workerCmd(), a.sandboxCmd(), a.dbCmd())
 	return root
 }
 
@@ -409,9 +409,25 @@ func (a *app) openStore() (*store.Store, error) {
 	return store.OpenWith(a.cfg.DB, store.Options{Notice: func(m string) { a.progress("%s", m) }})
 }
 
+// readStore opens the database for a command that only reads: read-only, or through the process
+// that holds it; it never creates, compacts or deletes a file, and a folder the user may not write
+// can be read.
+func (a *app) readStore() (*store.Store, error) {
+	return store.OpenWith(a.cfg.DB, store.Options{ReadOnly: true, Notice: func(m string) { a.progress("%s", m) }})
+}
+
 // openWithRegistry opens the store and loads the tasks it knows with the suite.
 func (a *app) openWithRegistry() (*store.Store, *registry.Registry, error) {
-	st, err := a.openStore()
+	return a.withRegistry(a.openStore)
+}
+
+// readWithRegistry is openWithRegistry for a command that only reads.
+func (a *app) readWithRegistry() (*store.Store, *registry.Registry, error) {
+	return a.withRegistry(a.readStore)
+}
+
+func (a *app) withRegistry(open func() (*store.Store, error)) (*store.Store, *registry.Registry, error) {
+	st, err := open()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -541,7 +541,7 @@ func (a *app) studyListCmd() *cobra.Command {
 		Short: "List stored studies",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.openStore()
+			st, err := a.readStore()
 			if err != nil {
 				return err
 			}
@@ -595,7 +595,7 @@ func (a *app) studyShowCmd() *cobra.Command {
 		Short: "Show a study's outcome per task and its fast_p; several studies side by side; one task's trajectory with --task",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.openStore()
+			st, err := a.readStore()
 			if err != nil {
 				return err
 			}

@@ -70,7 +70,7 @@ func (a *app) studyStatusCmd() *cobra.Command {
 		Short: "Show where a study stands: running or stopped, units done per arm, what runs now, ETA (works while it runs)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.openStore()
+			st, err := a.readStore()
 			if err != nil {
 				return err
 			}

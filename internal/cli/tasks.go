@@ -83,7 +83,7 @@ func (a *app) tasksListCmd() *cobra.Command {
 
 // registryMaybeStore loads the suite and, if the database can be opened, imported tasks too.
 func (a *app) registryMaybeStore() (*registry.Registry, error) {
-	st, err := a.openStore()
+	st, err := a.readStore()
 	if err != nil {
 		return nil, err
 	}

@@ -29,18 +29,12 @@ func openBadger(dir string) (*badgerKV, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if held, err := checkTables(dir); err != nil {
+	if held, err := checkTables(dir, false); err != nil {
 		return nil, err
 	} else if held {
 		return nil, errHeld
 	}
-	opts := badger.DefaultOptions(dir).
-		WithSyncWrites(true).
-		WithLogger(quietLogger{}).
-		WithNumVersionsToKeep(1).
-		WithMemTableSize(16 << 20).
-		WithValueLogFileSize(256 << 20)
-	db, err := badger.Open(opts)
+	db, err := badger.Open(badgerOptions(dir))
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") || strings.Contains(err.Error(), "resource temporarily unavailable") {
 			return nil, errHeld
@@ -48,6 +42,16 @@ func openBadger(dir string) (*badgerKV, error) {
 		return nil, fmt.Errorf("open database %s: %w", dir, err)
 	}
 	return &badgerKV{db: db}, nil
+}
+
+// badgerOptions are the options every open uses; a reader adds ReadOnly.
+func badgerOptions(dir string) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithSyncWrites(true).
+		WithLogger(quietLogger{}).
+		WithNumVersionsToKeep(1).
+		WithMemTableSize(16 << 20).
+		WithValueLogFileSize(256 << 20)
 }
 
 func (b *badgerKV) close() error { return b.db.Close() }

@@ -13,6 +13,10 @@ type Options struct {
 	Wait time.Duration
 	// Notice, when set, is told once when this process goes through another's socket.
 	Notice func(string)
+	// ReadOnly opens the database for a command that only reads: Badger's ReadOnly mode (or the
+	// holder's socket), never creating, compacting or deleting a file; writes fail with
+	// ErrReadOnly. A database that does not exist yet reads as empty and is not created.
+	ReadOnly bool
 }
 
 // Open opens the database in dir (creating it if needed). When another kbplatform process holds
@@ -38,8 +42,16 @@ func (s *Store) connect() error {
 	deadline := time.Now().Add(s.opt.Wait)
 	delay := 20 * time.Millisecond
 	for {
-		b, err := openBadger(s.dir)
-		if err == nil {
+		if s.opt.ReadOnly {
+			k, err := openBadgerReadOnly(s.dir, s.opt.Notice)
+			if err == nil {
+				s.kv = k
+				return nil
+			}
+			if !errors.Is(err, errHeld) {
+				return err
+			}
+		} else if b, err := openBadger(s.dir); err == nil {
 			s.kv = b
 			if srv, err := serve(b, s.dir); err == nil {
 				s.srv = srv
@@ -47,8 +59,7 @@ func (s *Store) connect() error {
 				s.opt.Notice(fmt.Sprintf("other kbplatform commands cannot use %s while this one runs: %v", s.dir, err))
 			}
 			return nil
-		}
-		if !errors.Is(err, errHeld) {
+		} else if !errors.Is(err, errHeld) {
 			return err
 		}
 		r, info, rerr := dialHolder(s.dir)
@@ -60,8 +71,8 @@ func (s *Store) connect() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w (%s): its holder does not answer on %s (%v); wait for it to finish or use another --db",
-				ErrLocked, s.dir, socketPath(s.dir), rerr)
+			return fmt.Errorf("%w (%s): its holder does not answer on its socket (%v); wait for it to finish or use another --db",
+				ErrLocked, s.dir, rerr)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, 500*time.Millisecond)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,16 +17,25 @@ func TestSocketOfAnotherUserIsRefused(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("starting another user's process needs root")
 	}
-	// A folder the other user can reach (t.TempDir's parent is private to this user).
-	dir, err := os.MkdirTemp("", "kbp-peer-")
+	// The socket folder is private; for the test it is opened to the other user while they bind
+	// the database's socket, as a squatter who got in some other way would, and closed again.
+	run, err := os.MkdirTemp("", "kbp-peer-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o777); err != nil {
+	defer os.RemoveAll(run)
+	if err := os.Chmod(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := socketPath(dir)
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	dir := t.TempDir()
+	path, err := socketPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o777); err != nil {
+		t.Fatal(err)
+	}
 	squatter := exec.Command("/usr/bin/python3", "-c", `
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
@@ -50,6 +60,9 @@ while True:
 	defer func() { _ = squatter.Process.Kill(); _ = squatter.Wait() }()
 	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready" {
 		t.Fatalf("the squatter did not start: %q", line)
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	_, info, err := dialHolder(dir)
 	if err == nil || !strings.Contains(err.Error(), "another user") {

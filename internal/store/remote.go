@@ -25,7 +25,11 @@ type remoteKV struct {
 }
 
 func dialHolder(dir string) (*remoteKV, HolderInfo, error) {
-	path := socketPath(dir)
+	var info HolderInfo
+	path, err := socketPath(dir)
+	if err != nil {
+		return nil, info, err
+	}
 	r := &remoteKV{path: path, c: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -41,7 +45,6 @@ func dialHolder(dir string) (*remoteKV, HolderInfo, error) {
 		},
 		MaxIdleConns: 2,
 	}}}
-	var info HolderInfo
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://kbplatform"+pathHolder, nil)

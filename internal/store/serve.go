@@ -2,15 +2,11 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -23,8 +19,10 @@ const (
 	pathGet    = "/v1/get"    // GET ?key=K: one value (404: not found)
 	pathScan   = "/v1/scan"   // GET ?prefix=P&reverse=1: the records under P, one JSON line each
 	pathPut    = "/v1/put"    // POST {"kvs":[{"k":..,"v":..}]}: written in one synced transaction
-	sockName   = "kbplatform.sock"
-	maxSockLen = 100 // sun_path holds 108 bytes
+	pathBackup = "/v1/backup" // GET: a backup of every record (Badger's stream format)
+
+	trailerBackupError = "Kbplatform-Backup-Error" // set when the backup stream broke off
+	maxSockLen         = 100                       // sun_path holds 108 bytes
 )
 
 // HolderInfo says which process holds a database.
@@ -41,21 +39,8 @@ type pair struct {
 	V []byte `json:"v"`
 }
 
-// SocketPath is where the holder of the database in dir serves it: inside dir when the path fits
-// a unix socket address, else in the temporary folder under a name derived from dir.
-func SocketPath(dir string) string { return socketPath(dir) }
-
-func socketPath(dir string) string {
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	p := filepath.Join(dir, sockName)
-	if len(p) <= maxSockLen {
-		return p
-	}
-	h := sha256.Sum256([]byte(dir))
-	return filepath.Join(os.TempDir(), fmt.Sprintf("kbplatform-%d-%s.sock", os.Getuid(), hex.EncodeToString(h[:8])))
-}
+// SocketPath is where the holder of the database in dir serves it (sockdir.go).
+func SocketPath(dir string) (string, error) { return socketPath(dir) }
 
 type server struct {
 	http *http.Server
@@ -65,7 +50,10 @@ type server struct {
 // serve starts serving db on its socket. Whoever holds the Badger lock owns the socket path, so a
 // file left there by a holder that was killed is removed first.
 func serve(db kv, dir string) (*server, error) {
-	path := socketPath(dir)
+	path, err := socketPath(dir)
+	if err != nil {
+		return nil, err
+	}
 	_ = os.Remove(path)
 	lis, err := net.Listen("unix", path)
 	if err != nil {
@@ -123,6 +111,14 @@ func serve(db kv, dir string) (*server, error) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET "+pathBackup, func(w http.ResponseWriter, _ *http.Request) {
+		// The status is sent before the first byte; a failure after it goes in a trailer.
+		w.Header().Set("Trailer", trailerBackupError)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if err := backup(db, w); err != nil {
+			w.Header().Set(trailerBackupError, err.Error())
+		}
 	})
 	srv := &server{http: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, path: path}
 	go func() { _ = srv.http.Serve(lis) }()

@@ -101,6 +101,9 @@ func decode(b []byte, kind string, v any) error {
 }
 
 func (s *Store) put(kvs map[string][]byte) error {
+	if s.opt.ReadOnly {
+		return ErrReadOnly // through the holder too: a reader never writes
+	}
 	return s.do(func(k kv) error { return k.put(kvs) })
 }
 
