@@ -22,9 +22,12 @@ const (
 	ClassInputMutated  = "input_mutated"
 	ClassTampering     = "tampering"
 	ClassNondeterm     = "nondeterministic"
-	ClassReference     = "reference_error"
-	ClassHarness       = "harness_error"
-	ClassInterrupted   = "interrupted"
+	// ClassStreamUnordered: the output was not complete when the caller's CUDA stream reached
+	// the end of forward (the work ran on a stream the caller's stream does not wait for).
+	ClassStreamUnordered = "stream_unordered"
+	ClassReference       = "reference_error"
+	ClassHarness         = "harness_error"
+	ClassInterrupted     = "interrupted"
 	// ClassRejected is set by the host, not the contract: a backend's static check rejected the
 	// candidate before it was built (the message says which rule and why).
 	ClassRejected = "rejected"

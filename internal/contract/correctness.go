@@ -86,6 +86,11 @@ func (r *evalRun) trialCall(tr *Trial, name string, checkInputs, digest bool) (c
 		}
 	}
 	r.phases.GPUWork += rep.CallMS / 1e3
+	if len(rep.Unordered) > 0 {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassStreamUnordered, "correctness"
+		r.res.Message = unorderedMessage(rep.Unordered, tr)
+		return compareReply{}, false
+	}
 	out, ins := rep.Output, rep.Inputs
 	if out == nil || (checkInputs && ins == nil) {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase = Fail, ClassTampering, "correctness"
@@ -206,4 +211,17 @@ func (r *evalRun) clearDumps() {
 	for _, en := range entries {
 		os.Remove(filepath.Join(r.dumpDir, en.Name()))
 	}
+}
+
+// unorderedMessage says what a trial found when outputs changed after forward returned.
+func unorderedMessage(outputs []int, tr *Trial) string {
+	which := make([]string, len(outputs))
+	for i, o := range outputs {
+		which[i] = fmt.Sprint(o)
+	}
+	return fmt.Sprintf("output %s was not complete when the caller's CUDA stream reached the end of forward (trial under %s, seed %d): "+
+		"read on that stream right after forward returned, its content differed from what the device held once every stream had finished. "+
+		"The kernel's work runs on a stream the caller's stream does not wait for; in a model, the next operation on the caller's stream would read it unfinished. "+
+		"Make the caller's stream wait for the work (torch.cuda.current_stream().wait_stream(s), or an event recorded on s and waited on), or launch on the current stream",
+		strings.Join(which, ", "), tr.Dist, tr.Seed)
 }

@@ -356,7 +356,7 @@ func (r *evalRun) memory() {
 	ref := report(r.ref.p)
 	var cand workerMemory
 	switch r.res.ErrorClass {
-	case "", ClassMismatch, ClassNondeterm, ClassInputMutated, ClassRuntime:
+	case "", ClassMismatch, ClassNondeterm, ClassInputMutated, ClassStreamUnordered, ClassRuntime:
 		cand = report(r.cand) // a candidate in another state is not asked
 	}
 	if r.phases != nil {

@@ -171,6 +171,10 @@ type trialReply struct {
 	Inputs  json.RawMessage `json:"inputs,omitempty"`
 	Mutated []int           `json:"mutated"` // inputs whose digest the call changed
 	CallMS  float64         `json:"call_ms"`
+	// Unordered are the outputs (flattened leaves) whose content changed after the device-wide
+	// synchronisation that follows forward, compared with what the caller's stream read right
+	// after forward returned (on a GPU).
+	Unordered []int `json:"unordered,omitempty"`
 }
 
 func (trialRequest) op() string       { return "trial" }

@@ -31,23 +31,24 @@ type (
 
 // Error classes and verdicts (docs/contract.md).
 const (
-	ClassCompile       = sdk.ClassCompile
-	ClassLoad          = sdk.ClassLoad
-	ClassRuntime       = sdk.ClassRuntime
-	ClassIllegalMemory = sdk.ClassIllegalMemory
-	ClassTimeout       = sdk.ClassTimeout
-	ClassCrash         = sdk.ClassCrash
-	ClassMismatch      = sdk.ClassMismatch
-	ClassInputMutated  = sdk.ClassInputMutated
-	ClassTampering     = sdk.ClassTampering
-	ClassNondeterm     = sdk.ClassNondeterm
-	ClassReference     = sdk.ClassReference
-	ClassHarness       = sdk.ClassHarness
-	ClassInterrupted   = sdk.ClassInterrupted
-	ClassResource      = sdk.ClassResource
-	Pass               = sdk.Pass
-	Fail               = sdk.Fail
-	VerdictError       = sdk.VerdictError
+	ClassCompile         = sdk.ClassCompile
+	ClassLoad            = sdk.ClassLoad
+	ClassRuntime         = sdk.ClassRuntime
+	ClassIllegalMemory   = sdk.ClassIllegalMemory
+	ClassTimeout         = sdk.ClassTimeout
+	ClassCrash           = sdk.ClassCrash
+	ClassMismatch        = sdk.ClassMismatch
+	ClassInputMutated    = sdk.ClassInputMutated
+	ClassTampering       = sdk.ClassTampering
+	ClassNondeterm       = sdk.ClassNondeterm
+	ClassStreamUnordered = sdk.ClassStreamUnordered
+	ClassReference       = sdk.ClassReference
+	ClassHarness         = sdk.ClassHarness
+	ClassInterrupted     = sdk.ClassInterrupted
+	ClassResource        = sdk.ClassResource
+	Pass                 = sdk.Pass
+	Fail                 = sdk.Fail
+	VerdictError         = sdk.VerdictError
 )
 
 // Defaults returns the contract's default configuration.

@@ -11,17 +11,18 @@ import (
 // What each error class means to the model that wrote the kernel: a verdict's class alone
 // ("load_error") says less than what the model should look at.
 var classHints = map[string]string{
-	sdk.ClassCompile:       "the kernel did not compile",
-	sdk.ClassLoad:          "the module did not import or ModelNew could not be built",
-	sdk.ClassRuntime:       "the forward raised an error",
-	sdk.ClassIllegalMemory: "the kernel accessed memory out of bounds",
-	sdk.ClassTimeout:       "the kernel ran past its time limit (a hang or a far too slow kernel)",
-	sdk.ClassCrash:         "the process running the kernel died",
-	sdk.ClassMismatch:      "the outputs differ from the reference's",
-	sdk.ClassInputMutated:  "the forward wrote into its inputs",
-	sdk.ClassTampering:     "the kernel replaced or wrapped functions the harness relies on",
-	sdk.ClassNondeterm:     "two calls on the same input gave different results",
-	sdk.ClassRejected:      "a static check rejected the file before it was built",
+	sdk.ClassCompile:         "the kernel did not compile",
+	sdk.ClassLoad:            "the module did not import or ModelNew could not be built",
+	sdk.ClassRuntime:         "the forward raised an error",
+	sdk.ClassIllegalMemory:   "the kernel accessed memory out of bounds",
+	sdk.ClassTimeout:         "the kernel ran past its time limit (a hang or a far too slow kernel)",
+	sdk.ClassCrash:           "the process running the kernel died",
+	sdk.ClassMismatch:        "the outputs differ from the reference's",
+	sdk.ClassInputMutated:    "the forward wrote into its inputs",
+	sdk.ClassTampering:       "the kernel replaced or wrapped functions the harness relies on",
+	sdk.ClassNondeterm:       "two calls on the same input gave different results",
+	sdk.ClassStreamUnordered: "the output was not ready on the caller's CUDA stream when forward returned (work on a side stream the caller does not wait for)",
+	sdk.ClassRejected:        "a static check rejected the file before it was built",
 }
 
 // Headline is one line about a kernel's outcome ("pass, 1.31x faster than PyTorch").

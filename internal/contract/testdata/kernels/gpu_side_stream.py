@@ -36,8 +36,9 @@ _mod = load_inline(name="kbp_test_gpu_side_stream", cpp_sources=_decl, cuda_sour
 
 
 class ModelNew(nn.Module):
-    """Launches its kernel on a side stream and returns without waiting for it: events on
-    the default stream alone would time almost nothing."""
+    """Launches its kernel on a side stream and returns without making the caller's stream wait
+    for it: in a model the next operation on the caller's stream reads the output unfinished
+    (stream_unordered). Events on the default stream alone would also time almost nothing."""
 
     def __init__(self, dim):
         super().__init__()

@@ -61,6 +61,7 @@ class Session:
         self.device = torch.device(settings.get("device", "cpu"))
         self.task = None
         self.model = None
+        self.mode = "eager"
         self.last_output = None
         self._last_digest = None
         self._bufs = None  # the input buffers every call of the candidate's model sees
@@ -126,6 +127,7 @@ class Session:
         if isinstance(model, torch.nn.Module):
             model = model.to(self.device)
         self.model_compile_s = None
+        self.mode = mode
         if mode != "eager":
             model = _compiled(model, mode)
         self.model = model
@@ -289,14 +291,36 @@ class Session:
         work = self._inputs(seed, dist)
         before = self._digests(work)
         t0 = _perf_ns()
-        out = self._call(work)
+        with _no_grad():
+            out = self.model(*work)
+        ordered = self._stream_digests(out)
+        self.sync()
         call_ms = (_perf_ns() - t0) / 1e6
         self._keep(out)
         mutated = [i for i, (d, w) in enumerate(zip(before, work)) if d is not None and compare.digest(w) != d]
         res = {"output": self._export(out, dump), "mutated": mutated, "call_ms": call_ms}
+        if ordered is not None:
+            final = self._stream_digests(out)
+            unordered = [i for i, (a, b) in enumerate(zip(ordered, final)) if a != b]
+            if unordered:
+                res["unordered"] = unordered
         if inputs_dump:
             res["inputs"] = self._export(list(work), inputs_dump)
         return res
+
+    def _stream_digests(self, out):
+        """On a GPU, digests of out's tensors read in order on the caller's current stream alone:
+        each digest's reductions are queued on the current stream and read back with a copy that
+        waits for that stream, not for the device. A kernel whose work runs on another stream that
+        the current one does not wait for (a side stream without an event or wait_stream back) may
+        not have written its output yet, and in a model the next operation on the caller's stream
+        would read it unfinished. The digests taken again after a device-wide synchronisation then
+        differ. None on the CPU, and for a baseline (the task's own model under a torch.compile
+        mode: PyTorch's own stream handling, not a kernel under judgement)."""
+        if self.device.type != "cuda" or self.mode != "eager":
+            return None
+        _, leaves = compare.flatten(out)
+        return [compare.digest(x) if _isinstance(x, _Tensor) and x.is_cuda else None for x in leaves]
 
     def profiled(self, seed, dist, dump, ext_modules):
         """One extra correctness call under the profiler, never timed: the runtime evidence

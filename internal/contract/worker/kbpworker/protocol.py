@@ -38,7 +38,7 @@ OPS = {
     "load": Op(("task_path",), ("kernel_path", "build", "init_seed", "mode"),
                ("model_compile_s", "footprint", "memory", "ext_builds", "ext_hits")),
     # Candidate: one correctness call; its output (and inputs) exported for the reference.
-    "trial": Op(("seed", "dist", "dump"), ("inputs_dump",), ("output", "inputs", "mutated", "call_ms")),
+    "trial": Op(("seed", "dist", "dump"), ("inputs_dump",), ("output", "inputs", "mutated", "call_ms", "unordered")),
     # Either role: one timed call, bracketed by marks on the clock channel.
     "timed": Op((), ("seed", "dist", "noop"), ("device_ms", "host_ms", "threads_started")),
     # Candidate: one more correctness call under the profiler, never timed (runtime evidence).

@@ -35,7 +35,7 @@ func Rank(c *Candidate) (tier int, score float64) {
 		return TierNoVerdict, 0
 	}
 	switch r.ErrorClass {
-	case sdk.ClassMismatch, sdk.ClassNondeterm, sdk.ClassInputMutated:
+	case sdk.ClassMismatch, sdk.ClassNondeterm, sdk.ClassInputMutated, sdk.ClassStreamUnordered:
 		score := 0.0
 		if m := r.Mismatch; m != nil {
 			if f, ok := m.Detail["wrong_fraction"].(float64); ok {
