@@ -4,7 +4,7 @@ import "github.com/kbplatform/kbplatform/sdk"
 
 // Version names the contract's semantics. It is part of every evaluation's key: change it when a
 // change to the harness could change a verdict or a timing.
-const Version = "kbp-contract/12"
+const Version = "kbp-contract/13"
 
 // The contract's types live in the public SDK, so that third-party targets produce the same records.
 type (

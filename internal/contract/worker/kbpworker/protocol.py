@@ -55,6 +55,9 @@ OPS = {
     # Reference: whether one fixed output would pass the trials (seed, dist); if one would, the first
     # other distribution whose output for seed every such constant fails.
     "sensitivity": Op(("trials", "seed"), ("tolerance",), ("varies", "dist", "probed", "ref_call_ms")),
+    # Reference: make the task's inputs for (seed, dist) twice; the positions that differ (a task
+    # whose get_inputs is not a function of its seed).
+    "inputs_repeat": Op(("seed", "dist"), (), ("differ",)),
     # Reference: run the task's reference on every distribution and report whether it is usable.
     "validate": Op(("distributions", "seeds"), ("tolerance",), ("distributions", "warnings", "sensitivity")),
     # Either role: collect garbage and give cached device memory back.
