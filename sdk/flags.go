@@ -34,7 +34,28 @@ const (
 	// the timed calls, which nothing in kbplatform can stop. A remark on the measurement
 	// (MeasurementFlag).
 	FlagGPUShared = "gpu_shared"
+	// FlagStreamUnordered: the output was not complete when ordered on the caller's stream alone
+	// (the kernel left work on a stream of its own that the caller's stream does not wait for).
+	FlagStreamUnordered = "stream_unordered"
 )
+
+// KernelFlags are the flags that say a passing kernel is not a solution of its task: it ran no
+// kernel of its own, delegated to the operators it was to replace, passed only because the
+// output barely depends on the inputs, computed below the task's precision, or returned before
+// its output was ready on the caller's stream. fast_p and @k count a pass carrying one as no
+// solution, and reports show the share counting them beside it. The one list: metrics, study
+// summaries and reports all read it here.
+func KernelFlags() []string {
+	return []string{FlagNoCustomKernel, FlagTorchDelegation, FlagInputInsensitive, FlagPrecisionDowncast, FlagStreamUnordered}
+}
+
+// KernelFlag reports whether a flag says the kernel is not a solution (KernelFlags).
+func KernelFlag(name string) bool { return slices.Contains(KernelFlags(), name) }
+
+// Solution reports whether the result is a pass that carries no kernel flag: what fast_p counts.
+func (r *Result) Solution() bool {
+	return r != nil && r.Verdict == Pass && !slices.ContainsFunc(r.Flags, func(f Flag) bool { return KernelFlag(f.Name) })
+}
 
 // MeasurementFlag reports whether a flag remarks on how well a result was measured rather than
 // on what the kernel does: the same kernel can get it on one run and not on the next.
