@@ -36,6 +36,24 @@ const (
 	FlagGPUShared = "gpu_shared"
 )
 
+// KernelFlags are the flags that say a passing kernel is not a solution of its task: it ran no
+// kernel of its own, delegated to the operators it was to replace, passed only because the
+// output barely depends on the inputs, or computed below the task's precision (an output not
+// ready on the caller's stream is no pass at all: ClassStreamUnordered). fast_p and @k count a pass carrying one as no
+// solution, and reports show the share counting them beside it. The one list: metrics, study
+// summaries and reports all read it here.
+func KernelFlags() []string {
+	return []string{FlagNoCustomKernel, FlagTorchDelegation, FlagInputInsensitive, FlagPrecisionDowncast}
+}
+
+// KernelFlag reports whether a flag says the kernel is not a solution (KernelFlags).
+func KernelFlag(name string) bool { return slices.Contains(KernelFlags(), name) }
+
+// Solution reports whether the result is a pass that carries no kernel flag: what fast_p counts.
+func (r *Result) Solution() bool {
+	return r != nil && r.Verdict == Pass && !slices.ContainsFunc(r.Flags, func(f Flag) bool { return KernelFlag(f.Name) })
+}
+
 // MeasurementFlag reports whether a flag remarks on how well a result was measured rather than
 // on what the kernel does: the same kernel can get it on one run and not on the next.
 func MeasurementFlag(name string) bool { return name == FlagTimingUnresolved || name == FlagGPUShared }

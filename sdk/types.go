@@ -45,6 +45,12 @@ const (
 	ClassEnvironment = "environment_error"
 )
 
+// PhaseTask is the phase of a reference_error the contract confirmed in its clean reference
+// process is the task's own code's: a task file that does not load, a get_inputs that is not a
+// function of its seed, or one that dies (killed for memory, say) where the candidate's process
+// died. The host stores it as task_error whatever its message says.
+const PhaseTask = "task"
+
 // Verdicts. VerdictError means the harness or the task failed: no verdict about the kernel.
 const (
 	Pass         = "pass"

@@ -122,3 +122,54 @@ class ModelNew(torch.nn.Module):
 		t.Fatalf("verdict %q, log %q", ev.Result.Verdict, ev.Result.Log)
 	}
 }
+
+// The task's own faults are the task's, with their cause on the screen: inputs that are not a
+// function of the seed, a file that does not parse, a get_inputs killed where it runs; a kernel
+// killed by a signal says which.
+func TestTaskFaultsAreTheTasks(t *testing.T) {
+	env := isolated(t)
+	dir := t.TempDir()
+	fast := []string{"--device", "cpu", "--seeds", "1", "--timed-calls", "5", "--warmup", "1", "--check-calls", "1", "-q"}
+	relu := filepath.Join("..", "..", "examples", "kernels", "relu", "cpp.py")
+	unseeded := writeFile(t, dir, "unseeded.py", strings.Replace(reluTask, "%s",
+		"import os\n    g = torch.Generator().manual_seed(int.from_bytes(os.urandom(7), 'little'))\n    return [torch.randn(64, 64, generator=g)]", 1))
+	syntax := writeFile(t, dir, "syntax.py", strings.Replace(strings.Replace(reluTask, "def forward(self, x):", "def forward(self, x)", 1), "%s", "return [torch.randn(64, 64)]", 1))
+	killed := writeFile(t, dir, "killed.py", strings.Replace(reluTask, "%s",
+		"import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n    return [torch.randn(64, 64)]", 1))
+	sigkill := writeFile(t, dir, "sigkill.py", "import os, signal, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        os.kill(os.getpid(), signal.SIGKILL)\n")
+	cases := []struct {
+		name, task, kernel string
+		code               int
+		want               []string
+	}{
+		{"get_inputs is not seeded", unseeded, relu, exitNoVerdict,
+			[]string{"ERROR (no verdict: the task's fault) — task_error", "not a function of its seed"}},
+		{"the task file does not parse", syntax, relu, exitNoVerdict,
+			[]string{"task_error", "the task file does not parse: SyntaxError", "line 5"}},
+		{"get_inputs is killed", killed, relu, exitNoVerdict,
+			[]string{"task_error", "killed by SIGKILL"}},
+		{"the kernel is killed", "kbp/l1/relu", sigkill, exitKernelFailed,
+			[]string{"FAIL — crash", "killed by SIGKILL"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := run(t, env, append([]string{"eval", "--task", c.task, "--kernel", c.kernel}, fast...)...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, c.code, out, errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the screen does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	t.Run("tasks validate names the cause", func(t *testing.T) {
+		out, errOut, _ := run(t, env, "tasks", "validate", unseeded, syntax, "--device", "cpu")
+		for _, w := range []string{"not a function of its seed", "does not parse"} {
+			if !strings.Contains(out+errOut, w) {
+				t.Errorf("validate does not say %q:\n%s\n%s", w, out, errOut)
+			}
+		}
+	})
+}

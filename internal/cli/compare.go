@@ -91,7 +91,10 @@ func renderComparison(w io.Writer, reps []*study.Report) {
 	for _, p := range []float64{0, 1, 1.5, 2} {
 		row := make([]string, len(reps))
 		for i, r := range reps {
-			row[i] = fmt.Sprintf("%.2f", study.FastP(r.Outcomes, p))
+			row[i] = fmt.Sprintf("%.2f", study.FastP(r.Outcomes, p, false))
+			if study.AnyFlagged(r.Outcomes) {
+				row[i] += fmt.Sprintf(", %.2f counting flagged", study.FastP(r.Outcomes, p, true))
+			}
 		}
 		fmt.Fprintf(tw, "fast_%g\t%s\n", p, strings.Join(row, "\t"))
 	}
@@ -108,6 +111,8 @@ func outcomeCell(o study.TaskOutcome) string {
 	switch {
 	case o.Correct:
 		return fmt.Sprintf("%.2fx", o.BestSpeedup)
+	case o.Flagged:
+		return fmt.Sprintf("flagged %.2fx", o.FlaggedSpeedup)
 	case o.Error != "":
 		return "error"
 	case !o.Done:

@@ -111,7 +111,7 @@ its evaluations ran on.`,
 	f.StringSliceVar(&ps, "p", []string{"0", "0.5", "0.8", "1", "1.5", "2", "3", "4"}, "the p of fast_p (speedup over the baseline)")
 	f.IntSliceVar(&ks, "k", nil, "the k of fast_p@k (default 1, 5, 10 up to the most attempts a task had)")
 	f.StringVar(&baseline, "baseline", metrics.Eager, "speedups against eager or a torch.compile mode (compile-default, reduce-overhead, max-autotune, ...)")
-	f.StringSliceVar(&excludeFlags, "exclude-flag", nil, "count results with this flag as incorrect (repeatable: torch_delegation, no_custom_kernel, ...)")
+	f.StringSliceVar(&excludeFlags, "exclude-flag", nil, "count results with this flag as incorrect too (repeatable: timing_unresolved, gpu_shared; a kernel flag such as no_custom_kernel is never a solution)")
 	f.StringVar(&plots, "plots", "", "write the plots (PNG and SVG) into this folder")
 	f.StringSliceVar(&compare, "compare", nil, "studies whose kernels to put side by side per machine (one study: split by its hardware)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")

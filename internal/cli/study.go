@@ -391,7 +391,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.StringVar(&strategy, "strategy", "", "strategy plugin (default oneshot)")
 	f.StringVar(&modelCfg, "model-config", "", "model settings as JSON")
 	f.StringVar(&backendCfg, "backend-config", "", `backend settings as JSON; with several backends, an object by backend name ({"cutlass": {...}})`)
-	f.StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p (repeatable: torch_delegation, no_custom_kernel, precision_downcast, input_insensitive, timing_unresolved, gpu_shared)")
+	f.StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p too (repeatable: timing_unresolved, gpu_shared; a kernel flag such as no_custom_kernel is never a solution)")
 	f.StringVar(&strategyCfg, "strategy-config", "", "strategy settings as JSON")
 	f.IntVar(&gens, "budget-generations", 0, "model completions per unit (0: unlimited)")
 	f.IntVar(&evals, "budget-evaluations", 0, "evaluations per unit (0: unlimited)")
@@ -463,16 +463,22 @@ func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 			reason = o.Error
 		case o.Skipped:
 			status = "done (earlier run)"
-		case !o.Done:
+		case !o.HasRun():
 			status = "not run"
+		case !o.Done:
+			status = "not finished"
 		}
 		speed, best, correct := "-", "-", "no"
-		if o.Correct {
+		switch {
+		case o.Correct:
 			correct = "yes"
 			speed = fmt.Sprintf("%.2fx", o.BestSpeedup)
 			if len(o.BestEval) >= 12 {
 				best = o.BestEval[:12]
 			}
+		case o.Flagged:
+			correct = "flagged"
+			speed = fmt.Sprintf("(%.2fx)", o.FlaggedSpeedup)
 		}
 		if o.Blame != "" {
 			correct = "-"
@@ -490,23 +496,50 @@ func renderStudy(w interface{ Write([]byte) (int, error) }, rep *study.Report) {
 		arms, by := study.ByArm(rep.Outcomes)
 		for _, m := range arms {
 			o := by[m]
-			fmt.Fprintf(w, "%s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks)\n", m,
-				study.FastP(o, 0), study.FastP(o, 1), study.FastP(o, 1.5), study.FastP(o, 2), study.Judged(o))
+			if study.NotRun(o) == len(o) {
+				fmt.Fprintf(w, "%s: no unit ran\n", m)
+				continue
+			}
+			fmt.Fprintf(w, "%s: %s  (%d tasks)\n", m, fastPLine(o), study.Judged(o))
 		}
 	}
-	judged := study.Judged(rep.Outcomes)
-	fmt.Fprintf(w, "study %s: fast_0 %.2f  fast_1 %.2f  fast_1.5 %.2f  fast_2 %.2f  (%d tasks", rep.Study,
-		study.FastP(rep.Outcomes, 0), study.FastP(rep.Outcomes, 1), study.FastP(rep.Outcomes, 1.5), study.FastP(rep.Outcomes, 2), judged)
-	if n := len(rep.Outcomes) - judged; n > 0 {
+	judged, notRun := study.Judged(rep.Outcomes), study.NotRun(rep.Outcomes)
+	fmt.Fprintf(w, "study %s: %s  (%d tasks", rep.Study, fastPLine(rep.Outcomes), judged)
+	if n := len(rep.Outcomes) - judged - notRun; n > 0 {
 		fmt.Fprintf(w, "; %d without a verdict about any kernel, left out", n)
 	}
+	if notRun > 0 {
+		fmt.Fprintf(w, "; %d of %d units did not run, left out: run the study again to resume", notRun, len(rep.Outcomes))
+	}
 	fmt.Fprintln(w, ")")
+	if study.AnyFlagged(rep.Outcomes) {
+		fmt.Fprintf(w, "a pass carrying a kernel flag (%s) is no solution; \"counting flagged\" counts it\n", strings.Join(sdk.KernelFlags(), ", "))
+	}
 	if len(rep.ExcludeFlags) > 0 {
 		fmt.Fprintf(w, "results flagged %s are left out\n", strings.Join(rep.ExcludeFlags, ", "))
 	}
 	if rep.Stopped != "" {
 		fmt.Fprintln(w, rep.Stopped)
 	}
+}
+
+// fastPLine is fast_0, fast_1, fast_1.5 and fast_2 over the outcomes, each with the figure
+// counting passes that carry a kernel flag beside it when some do ("fast_1 0.40, 0.55 counting
+// flagged").
+func fastPLine(outcomes []study.TaskOutcome) string {
+	flagged := study.AnyFlagged(outcomes)
+	var parts []string
+	for _, p := range []float64{0, 1, 1.5, 2} {
+		part := fmt.Sprintf("fast_%g %.2f", p, study.FastP(outcomes, p, false))
+		if flagged {
+			part += fmt.Sprintf(", %.2f counting flagged", study.FastP(outcomes, p, true))
+		}
+		parts = append(parts, part)
+	}
+	if flagged {
+		return strings.Join(parts, "; ")
+	}
+	return strings.Join(parts, "  ")
 }
 
 // armsAreModels reports whether the study's arms differ in their model only.
@@ -648,7 +681,7 @@ func (a *app) studyShowCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with every attempt and model call, for one study)")
-	cmd.Flags().StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p (repeatable)")
+	cmd.Flags().StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p too (repeatable; a kernel flag is never a solution)")
 	cmd.Flags().StringVar(&task, "task", "", "print this task's trajectory: every attempt of every arm, its feedback, reply and verdict")
 	return cmd
 }

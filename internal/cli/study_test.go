@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kbplatform/kbplatform/internal/study"
 )
 
 // A strategy plugin that crashes mid-study costs its task only: what was stored stays stored, the
@@ -63,6 +66,32 @@ func TestStudySurvivesACrashingStrategy(t *testing.T) {
 	for _, l := range strings.Split(show, "\n") {
 		if strings.HasPrefix(l, "kbp/l1/relu") && !strings.Contains(l, "pass") {
 			t.Errorf("relu's reason missing: %q", l)
+		}
+	}
+}
+
+// A pass carrying a kernel flag is no solution in the summary; the figure counting it stands
+// beside each fast_p, its row says flagged, and units that never ran are left out and counted.
+func TestRenderStudyFlaggedAndNotRun(t *testing.T) {
+	rep := &study.Report{Study: "cccccccccccccccccccc", Outcomes: []study.TaskOutcome{
+		{Task: "a", Done: true, Correct: true, BestSpeedup: 1.5, Reason: "pass, best 1.50x"},
+		{Task: "b", Done: true, Flagged: true, FlaggedSpeedup: 1.002, Reason: "passed only with a kernel flag (no solution), best 1.00x"},
+		{Task: "c", Done: true, Reason: "fail output_mismatch"},
+		{Task: "d", Done: true, Correct: true, BestSpeedup: 0.8},
+		{Task: "e"},
+	}}
+	var b bytes.Buffer
+	renderStudy(&b, rep)
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{
+		"b done 0 flagged (1.00x)",
+		"e not run",
+		"fast_0 0.50, 0.75 counting flagged; fast_1 0.25, 0.50 counting flagged;",
+		"(4 tasks; 1 of 5 units did not run, left out: run the study again to resume)",
+		"a pass carrying a kernel flag (no_custom_kernel, torch_delegation, input_insensitive, precision_downcast) is no solution",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, b.String())
 		}
 	}
 }

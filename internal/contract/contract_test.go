@@ -111,7 +111,7 @@ func TestCheats(t *testing.T) {
 		{"os_exit", "", nil, ClassCrash, "status 0"},
 		{"sleep_forever", "", nil, ClassTimeout, ""},
 		{"segfault", "", nil, ClassCrash, "segmentation fault"},
-		{"sigkill_self", "", nil, ClassCrash, "killed by signal killed"},
+		{"sigkill_self", "", nil, ClassCrash, "killed by SIGKILL"},
 		{"background_thread", "", nil, ClassTampering, "timed call"},
 		{"stealth_timer", "", nil, ClassTampering, "timing forged"},
 		{"no_modelnew", "", nil, ClassLoad, "ModelNew"},

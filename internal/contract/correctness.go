@@ -75,6 +75,7 @@ func (r *evalRun) trialCall(tr *Trial, name string, checkInputs, digest bool) (c
 	if err != nil {
 		r.tamper(rep.Tampered)
 		r.candFail("correctness", err)
+		r.blameCrash(tr.Seed, tr.Dist)
 		return compareReply{}, false
 	}
 	if r.tamper(rep.Tampered) {

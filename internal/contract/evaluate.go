@@ -117,8 +117,13 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	if !compiled.OK {
 		res.Verdict, res.ErrorClass, res.Phase = Fail, compiled.ErrorClass, "compile"
 		res.Message, res.Traceback, res.Log = compiled.Message, compiled.Traceback, compiled.Log
-		if compiled.ErrorClass == ClassHarness {
+		switch compiled.ErrorClass {
+		case ClassHarness:
 			res.Verdict = VerdictError
+		case ClassReference:
+			// The task file does not load, says a process that imported the candidate too.
+			res.Verdict = VerdictError
+			e.confirmTaskLoad(ctx, res, t, ref)
 		}
 		return res
 	}
@@ -142,6 +147,9 @@ func (r *evalRun) candFail(phase string, err error) {
 		// The candidate's own allocations ran the device out of memory: the task was known to
 		// leave it room, so this is the kernel's doing.
 		cls = ClassRuntime
+	}
+	if cls == ClassReference {
+		cls = untrustedTaskClaim(phase) // the reference loaded the same task (taskblame.go)
 	}
 	if r.ctx.Err() != nil {
 		cls, msg = ClassTimeout, fmt.Sprintf("the evaluation ran past its time limit during %s; the process group was killed", phase)
@@ -306,6 +314,7 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, refere
 	// nothing; the timed calls start only once it has returned (neighbours.go).
 	before := r.scanNeighbours(device)
 	if !r.correctness() {
+		r.blameInputs()
 		before.wait()
 		r.finish()
 		r.tf32Hint(k)

@@ -315,6 +315,7 @@ func (e *Evaluator) hello(ctx context.Context, p *proc, settings workerSettings)
 	if h.Fingerprint == nil {
 		return h, &procError{Class: ClassHarness, Message: "hello without fingerprint"}
 	}
+	p.workerPID = h.PID // only to find the worker in the kernel's log should it be killed
 	return h, nil
 }
 

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kbplatform/kbplatform/internal/sandbox"
 )
 
@@ -65,6 +67,10 @@ type proc struct {
 	killed  bool
 	stopped []int // processes outside the group that pause stopped, for resume
 	mu      sync.Mutex
+	// oom and workerPID tell a death by SIGKILL from the OOM killer's (oomkill.go); workerPID
+	// is the worker's own pid from its hello (the shepherd's child), 0 before it.
+	oom       oomWatch
+	workerPID int
 }
 
 type spawnSpec struct {
@@ -116,6 +122,7 @@ func spawn(spec spawnSpec) (*proc, error) {
 		logCap = 64 << 10
 	}
 	lg := newBoundedLog(logCap)
+	watch := watchOOM()
 	c.Stdout = lg
 	c.Stderr = lg
 	// SIGTERM when the driver dies: the shepherd ends its whole tree, then itself (run.py).
@@ -135,7 +142,7 @@ func spawn(spec spawnSpec) (*proc, error) {
 	cmdR.Close()
 	resW.Close()
 	clockChild.Close()
-	p := &proc{role: spec.Role, cmd: c, cmdW: cmdW, msgs: make(chan message, 64), clock: clock, log: lg, done: make(chan struct{})}
+	p := &proc{role: spec.Role, cmd: c, cmdW: cmdW, msgs: make(chan message, 64), clock: clock, log: lg, done: make(chan struct{}), oom: watch}
 	go p.read(resR)
 	go func() {
 		p.waitErr = c.Wait()
@@ -419,13 +426,24 @@ func (p *proc) send(cmd command) error {
 	return err
 }
 
-// exitDescription says how the process ended, for crash messages.
+// exitDescription says how the process ended, for crash messages: the signal by its name
+// (SIGSEGV, SIGKILL), and for a SIGKILL that the driver did not send, whether the kernel's OOM
+// killer sent it.
 func (p *proc) exitDescription() string {
 	<-p.done
 	var ee *exec.ExitError
 	if errors.As(p.waitErr, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return fmt.Sprintf("killed by signal %s", ws.Signal())
+			desc := "killed by " + signalName(ws.Signal())
+			p.mu.Lock()
+			byDriver := p.killed
+			p.mu.Unlock()
+			if ws.Signal() == syscall.SIGKILL && !byDriver {
+				if why := p.oom.killedForMemory([]int{p.pid(), p.workerPID}); why != "" {
+					desc += ", " + why
+				}
+			}
+			return desc
 		}
 		return fmt.Sprintf("exited with status %d", ee.ExitCode())
 	}
@@ -521,6 +539,18 @@ func (p *proc) roundTrip(ctx context.Context, timeout time.Duration, cmd command
 			return m, nil
 		}
 	}
+}
+
+// signalName is a signal as a reader looks it up: SIGSEGV (segmentation fault).
+func signalName(sig syscall.Signal) string {
+	name := unix.SignalName(sig)
+	switch {
+	case name == "":
+		return fmt.Sprintf("signal %d", int(sig))
+	case sig == syscall.SIGKILL: // its description, "killed", says nothing more
+		return name
+	}
+	return fmt.Sprintf("%s (%s)", name, sig)
 }
 
 func (p *proc) deathError(when string) error {

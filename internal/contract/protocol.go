@@ -368,6 +368,23 @@ type probeEntry struct {
 func (probeRequest) op() string       { return "probe" }
 func (probeRequest) reply(probeReply) {}
 
+// ---- inputs_repeat: reference. Makes the task's inputs for (Seed, Dist) twice and says which
+// positions differ: a task whose get_inputs is not a function of the seed the harness set
+// (taskblame.go).
+
+type inputsRepeatRequest struct {
+	Seed int    `json:"seed"`
+	Dist string `json:"dist"`
+}
+
+type inputsRepeatReply struct {
+	replyStatus
+	Differ []int `json:"differ"`
+}
+
+func (inputsRepeatRequest) op() string              { return "inputs_repeat" }
+func (inputsRepeatRequest) reply(inputsRepeatReply) {}
+
 // ---- validate: reference. Runs the task's reference on every distribution and reports whether
 // it is usable (validate.go).
 
@@ -394,6 +411,9 @@ type validateReport struct {
 type validatedDist struct {
 	Dist      string `json:"dist"`
 	Nonfinite int    `json:"nonfinite,omitempty"`
+	// InputsDiffer: the positions of the inputs that two calls of get_inputs under one seed made
+	// differently (then nothing else of the distribution was tried).
+	InputsDiffer []int `json:"inputs_differ,omitempty"`
 	// Deterministic: two calls on one input agree within the task's tolerance; Bitwise: to the
 	// bit (nil from a worker that did not say), and RepeatDiff is how far apart they were.
 	Deterministic bool     `json:"deterministic"`

@@ -57,7 +57,7 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	if len(dists) == 0 {
 		dists = []string{"default", "scaled"}
 	}
-	vrep, err := call(ctx, ref.p, e.opt.Config.CallTimeout, validateRequest{Distributions: dists, Seeds: []int{11, 12}, Tolerance: t.Tolerance})
+	vrep, err := call(ctx, ref.p, e.opt.Config.CallTimeout, validateRequest{Distributions: dists, Seeds: validationSeeds, Tolerance: t.Tolerance})
 	if err != nil {
 		_, msg, _ := describeErr(err)
 		ref.p.kill()
@@ -67,12 +67,18 @@ func (e *Evaluator) Validate(ctx context.Context, t Task, device string) *Valida
 	b, _ := json.Marshal(vrep.validateReport)
 	_ = json.Unmarshal(b, &v.Report)
 	v.OK = true
+	inputsDiffered := false
 	for _, d := range vrep.Distributions {
 		if d.Nonfinite > 0 {
 			v.OK = false
 			v.Errors = append(v.Errors, fmt.Sprintf("distribution %s gives %d non-finite reference values", d.Dist, d.Nonfinite))
 		}
 		switch {
+		case len(d.InputsDiffer) > 0 && !v.OK && inputsDiffered:
+			v.Errors = append(v.Errors, fmt.Sprintf("nor under %s (input(s) %v)", d.Dist, d.InputsDiffer))
+		case len(d.InputsDiffer) > 0:
+			v.OK, inputsDiffered = false, true
+			v.Errors = append(v.Errors, inputsDifferMessage(validationSeeds[0], d.Dist, d.InputsDiffer))
 		case !d.Deterministic:
 			v.OK = false
 			v.Errors = append(v.Errors, fmt.Sprintf("the reference is not deterministic under %s: two calls on one input differ beyond the task's tolerance%s", d.Dist, repeatDiff(d.RepeatDiff)))

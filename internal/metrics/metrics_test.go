@@ -3,6 +3,8 @@ package metrics
 import (
 	"math"
 	"testing"
+
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 func pass(task string, speedup float64) Row {
@@ -22,8 +24,8 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestFastP(t *testing.T) {
 	a := pass("a", 1.5)
 	a.Versus = map[string]float64{"compile-default": 1.2}
-	a.Flags = []string{"torch_delegation"}
-	b := pass("b", 0.8) // no compile baseline on its hardware
+	a.Flags = []string{"timing_unresolved"} // a remark on the measurement: still a solution
+	b := pass("b", 0.8)                     // no compile baseline on its hardware
 	rows := []Row{a, b, fail("c", "compile_error"), blamed("d"),
 		// a unit whose platform failed once but then got a verdict counts
 		blamed("e"), fail("e", "output_mismatch")}
@@ -42,8 +44,8 @@ func TestFastP(t *testing.T) {
 		{"fast_1", 1, Options{}, 1.0 / 4, 4, 0},
 		{"strictly faster", 1.5, Options{}, 0, 4, 0},
 		{"fast_0.5", 0.5, Options{}, 2.0 / 4, 4, 0},
-		{"flag excluded", 0, Options{ExcludeFlags: []string{"torch_delegation"}}, 1.0 / 4, 4, 0},
-		{"other flag kept", 0, Options{ExcludeFlags: []string{"no_custom_kernel"}}, 2.0 / 4, 4, 0},
+		{"flag excluded", 0, Options{ExcludeFlags: []string{"timing_unresolved"}}, 1.0 / 4, 4, 0},
+		{"other flag kept", 0, Options{ExcludeFlags: []string{"gpu_shared"}}, 2.0 / 4, 4, 0},
 		{"compile fast_0 needs no baseline", 0, Options{Baseline: "compile-default"}, 2.0 / 4, 4, 0},
 		{"compile fast_1 leaves unmeasured out", 1, Options{Baseline: "compile-default"}, 1.0 / 3, 3, 1},
 		{"compile fast_1.2 strict", 1.2, Options{Baseline: "compile-default"}, 0, 3, 1},
@@ -160,7 +162,7 @@ func TestClasses(t *testing.T) {
 	gen := Row{Study: "s", Task: "g", Class: ClassGeneration}
 	rows := []Row{flagged, pass("b", 1), fail("c", "compile_error"), fail("d", "load_error"), fail("e", "illegal_memory_access"),
 		fail("f", "output_mismatch"), fail("g", "timeout"), gen, blamed("h"), fail("i", "tampering")}
-	got := Classes(rows, Options{ExcludeFlags: []string{"no_custom_kernel"}})
+	got := Classes(rows, Options{})
 	want := map[string]int{CatPass: 1, CatFlagged: 1, CatCompile: 2, CatRuntime: 1, CatMismatch: 1, CatTimeout: 1,
 		CatGeneration: 1, CatNoVerdict: 1, CatTampering: 1}
 	if got.Attempts != len(rows) {
@@ -174,5 +176,53 @@ func TestClasses(t *testing.T) {
 	// A generation failure is judged (it counts against the model) and incorrect.
 	if u := Units([]Row{gen}); !u[0].Judged() || FastP(u, 0, Options{}).N != 1 {
 		t.Errorf("a generation failure must count as an incorrect unit")
+	}
+}
+
+// A pass that carries a kernel flag is no solution: fast_p, @k, @N and the geometric mean leave
+// it out, its class is flagged, and counting flagged puts it back. A measurement flag is not a
+// kernel flag.
+func TestKernelFlagsAreNoSolution(t *testing.T) {
+	flagged := func(task string, speedup float64, flag string) Row {
+		r := pass(task, speedup)
+		r.Flags = []string{flag}
+		return r
+	}
+	var rows []Row
+	for i, f := range sdk.KernelFlags() {
+		rows = append(rows, flagged(string(rune('a'+i)), 1.5, f))
+	}
+	rows = append(rows,
+		pass("v", 1.2),                                      // a solution
+		flagged("w", 2, "timing_unresolved"),                // a solution whose timing is loose
+		flagged("x", 3, "no_custom_kernel"), pass("x", 0.9), // its solution is the slower kernel
+	)
+	units := Units(rows)
+	n := len(sdk.KernelFlags()) + 3
+	for _, tc := range []struct {
+		name string
+		got  Rate
+		want float64
+	}{
+		{"fast_0", FastP(units, 0, Options{}), 3.0 / float64(n)},
+		{"fast_1", FastP(units, 1, Options{}), 2.0 / float64(n)},
+		{"fast_0 counting flagged", FastP(units, 0, Options{}.Flagged()), 1},
+		{"fast_1 counting flagged", FastP(units, 1, Options{}.Flagged()), 1},
+		{"fast_1@1", FastPAtK(units, 1, 1, Options{}), 2.0 / float64(n)},
+		{"fast_1@1 counting flagged", FastPAtK(units, 1, 1, Options{}.Flagged()), (float64(n) - 0.5) / float64(n)},
+		{"fast_1@N", FastPAtTurn(units, 1, 0, Options{}), 2.0 / float64(n)},
+	} {
+		if !near(tc.got.Value, tc.want) || tc.got.N != n {
+			t.Errorf("%s: got %+v, want %.3f over %d", tc.name, tc.got, tc.want, n)
+		}
+	}
+	if g, k := GeoMean(units, Options{}); k != 3 || !near(g, math.Cbrt(1.2*2*0.9)) {
+		t.Errorf("geometric mean: got %v over %d, want the solutions' (1.2, 2, 0.9)", g, k)
+	}
+	if c := Classes(rows, Options{}); c.Count[CatFlagged] != len(sdk.KernelFlags())+1 || c.Count[CatPass] != 3 {
+		t.Errorf("classes: %v", c.Count)
+	}
+	if !AnyFlagged(units) || AnyFlagged(Units([]Row{pass("v", 1), flagged("w", 1, "gpu_shared")})) {
+		t.Errorf("AnyFlagged: a kernel flag is one, a measurement flag is not")
 	}
 }

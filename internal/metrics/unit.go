@@ -1,18 +1,33 @@
 package metrics
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/kbplatform/kbplatform/sdk"
+)
 
 // Options say which rows count and against what.
 type Options struct {
 	// Baseline is what a speedup is measured against: Eager ("" too) or a torch.compile mode.
 	Baseline string
 	// ExcludeFlags: a row carrying any of these flags counts as an incorrect kernel of class
-	// "flagged" (it stays stored; it just does not earn a pass).
+	// "flagged" (it stays stored; it just does not earn a pass). The kernel flags
+	// (sdk.KernelFlags) are excluded whatever it says, unless CountFlagged.
 	ExcludeFlags []string
+	// CountFlagged counts a pass carrying a kernel flag (no custom kernel, delegation, ...) as
+	// a solution: the "counting flagged" figure reports show beside the real one.
+	CountFlagged bool
 }
 
-// ClassFlagged is the class of a passing row left out because of a flag (Options.ExcludeFlags).
+// ClassFlagged is the class of a passing row left out because of a flag (a kernel flag, or one
+// of Options.ExcludeFlags).
 const ClassFlagged = "flagged"
+
+// Flagged is o counting passes that carry a kernel flag as solutions.
+func (o Options) Flagged() Options {
+	o.CountFlagged = true
+	return o
+}
 
 // speedup is the row's speedup against the baseline; ok is false when that baseline was not
 // measured on the row's hardware.
@@ -26,7 +41,24 @@ func (o Options) speedup(r Row) (float64, bool) {
 
 // correct reports whether the row is a pass that counts under the options.
 func (o Options) correct(r Row) bool {
-	return r.Verdict == "pass" && !(len(o.ExcludeFlags) > 0 && r.HasFlag(o.ExcludeFlags))
+	if r.Verdict != "pass" || (len(o.ExcludeFlags) > 0 && r.HasFlag(o.ExcludeFlags)) {
+		return false
+	}
+	return o.CountFlagged || !r.HasFlag(sdk.KernelFlags())
+}
+
+// AnyFlagged reports whether a pass of the units carries a kernel flag: only then does the
+// figure counting flagged differ.
+func AnyFlagged(units []*Unit) bool {
+	kf := sdk.KernelFlags()
+	for _, u := range units {
+		for _, r := range u.Rows {
+			if r.Verdict == "pass" && r.Judged() && r.HasFlag(kf) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Unit is one (arm, task): every attempt an arm made at a task.

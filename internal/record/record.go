@@ -117,6 +117,10 @@ func (rc *Recorder) blame(ctx context.Context, res *sdk.Result, a Attempt) {
 	case res.ErrorClass == sdk.ClassResource:
 		// Already a blamed class (verdict error, the platform's): it keeps its own name, which says
 		// what to do about it.
+	case res.ErrorClass == sdk.ClassReference && res.Phase == sdk.PhaseTask:
+		// The contract confirmed it in a clean reference process: the task's own file or inputs,
+		// even where its code was killed for memory (the task's code asked for it).
+		relabel(res, BlameTask, "the task's own code failed")
 	case res.ErrorClass == sdk.ClassReference && mentionsOOM(res):
 		relabel(res, BlamePlatform, "the reference ran out of memory on "+res.Device)
 	case res.ErrorClass == sdk.ClassReference:

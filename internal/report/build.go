@@ -53,6 +53,11 @@ type ArmTable struct {
 	GeoN    int               `json:"geomean_tasks"`
 	GeoCI   metrics.Interval  `json:"geomean_ci"`
 	Classes metrics.Breakdown `json:"classes"`
+	// Fast0Flagged and Fast1Flagged count passes that carry a kernel flag as solutions too: the
+	// figure beside fast_0 and fast_1, shown when some pass of the arm carries one.
+	Fast0Flagged metrics.Rate `json:"fast_0_counting_flagged"`
+	Fast1Flagged metrics.Rate `json:"fast_1_counting_flagged"`
+	AnyFlagged   bool         `json:"any_flagged,omitempty"`
 }
 
 // LevelRow is one arm at one level.
@@ -71,6 +76,10 @@ type AtKRow struct {
 	K     int          `json:"k"`
 	Fast0 metrics.Rate `json:"fast_0"`
 	Fast1 metrics.Rate `json:"fast_1"`
+	// Fast0Flagged and Fast1Flagged are fast_0@k and fast_1@k counting passes that carry a
+	// kernel flag.
+	Fast0Flagged metrics.Rate `json:"fast_0_counting_flagged"`
+	Fast1Flagged metrics.Rate `json:"fast_1_counting_flagged"`
 }
 
 // TurnRow is fast_p@N of one arm after turn N.
@@ -129,6 +138,8 @@ func Build(s *Study, opt Options) *Report {
 		t.GeoMean, t.GeoN = metrics.GeoMean(us, mo)
 		t.GeoCI = metrics.GeoMeanCI(us, mo)
 		t.Classes = metrics.Classes(metrics.RowsOf(us), mo)
+		t.Fast0Flagged, t.Fast1Flagged = metrics.FastP(us, 0, mo.Flagged()), metrics.FastP(us, 1, mo.Flagged())
+		t.AnyFlagged = metrics.AnyFlagged(us)
 		rep.Arms = append(rep.Arms, t)
 
 		levels, byLevel := metrics.Group(us, func(u *metrics.Unit) string { return strconv.Itoa(u.Level) })
@@ -160,7 +171,8 @@ func Build(s *Study, opt Options) *Report {
 		}
 		if most > 1 {
 			for _, k := range ks {
-				rep.AtK = append(rep.AtK, AtKRow{Arm: name, K: k, Fast0: metrics.FastPAtK(us, 0, k, mo), Fast1: metrics.FastPAtK(us, 1, k, mo)})
+				rep.AtK = append(rep.AtK, AtKRow{Arm: name, K: k, Fast0: metrics.FastPAtK(us, 0, k, mo), Fast1: metrics.FastPAtK(us, 1, k, mo),
+					Fast0Flagged: metrics.FastPAtK(us, 0, k, mo.Flagged()), Fast1Flagged: metrics.FastPAtK(us, 1, k, mo.Flagged())})
 			}
 		}
 		if mt := metrics.MaxTurn(us); mt > 0 {

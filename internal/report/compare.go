@@ -105,6 +105,10 @@ func Compare(studies []*Study, o metrics.Options) (*Comparison, error) {
 	}
 	c := &Comparison{Baseline: o.Baseline, Sides: sides}
 
+	// A kernel's cells say how it fared on each machine, a kernel flag or not: a flagged kernel
+	// that is faster on one side only is a flip all the same. The summary's fast_p counts
+	// solutions (o) only.
+	ko := o.Flagged()
 	type key struct{ task, kernel string }
 	var keys []key
 	cells := map[key][]Cell{}
@@ -118,9 +122,9 @@ func Compare(studies []*Study, o metrics.Options) (*Comparison, error) {
 				keys = append(keys, k)
 				cells[k] = make([]Cell, len(sides))
 			}
-			cell := Cell{Present: true, Category: metrics.Category(r, o)}
+			cell := Cell{Present: true, Category: metrics.Category(r, ko)}
 			if cell.Category == metrics.CatPass {
-				cell.Speedup, _ = speedupOf(r, o)
+				cell.Speedup, _ = speedupOf(r, ko)
 			}
 			// A kernel judged more than once on a side: its best showing there.
 			if old := cells[k][i]; !old.Present || better(cell, old) {

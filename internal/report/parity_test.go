@@ -35,10 +35,13 @@ func TestFastPMatchesStudyShow(t *testing.T) {
 		}
 		units := metrics.Units(loaded.Rows())
 		for _, p := range metrics.DefaultP {
-			got := metrics.FastP(units, p, metrics.Options{ExcludeFlags: flags})
-			want := study.FastP(rep.Outcomes, p)
-			if math.Abs(got.Value-want) > 1e-12 || got.N != study.Judged(rep.Outcomes) {
-				t.Errorf("flags %v fast_%v: report %v over %d, study show %v over %d", flags, p, got.Value, got.N, want, study.Judged(rep.Outcomes))
+			for _, counting := range []bool{false, true} {
+				o := metrics.Options{ExcludeFlags: flags, CountFlagged: counting}
+				got := metrics.FastP(units, p, o)
+				want := study.FastP(rep.Outcomes, p, counting)
+				if math.Abs(got.Value-want) > 1e-12 || got.N != study.Judged(rep.Outcomes) {
+					t.Errorf("flags %v fast_%v (counting flagged %v): report %v over %d, study show %v over %d", flags, p, counting, got.Value, got.N, want, study.Judged(rep.Outcomes))
+				}
 			}
 		}
 	}

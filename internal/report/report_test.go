@@ -113,6 +113,21 @@ func TestBuildNumbers(t *testing.T) {
 	if got := flagged.Turns[0].Fast0.Value; got != 0.5 {
 		t.Errorf("fast_0@0 without flagged: got %v, want 0.5", got)
 	}
+	// softmax's first kernel delegates to torch (torch_delegation): a pass that is no solution.
+	// Its unit still has a solution at turn 1, so fast_0 holds; @1 and @N at turn 0 count it
+	// only counting flagged, and its attempt's class is flagged.
+	if got := rep.Arms[0].Classes.Count[metrics.CatFlagged]; got != 1 {
+		t.Errorf("flagged attempts: got %d, want 1", got)
+	}
+	if k := rep.AtK[0]; k.K != 1 || math.Abs(k.Fast0.Value-0.5) > 1e-9 || math.Abs(k.Fast0Flagged.Value-0.625) > 1e-9 {
+		t.Errorf("fast_0@1: got %+v and %+v counting flagged, want 0.5 and 0.625", k.Fast0, k.Fast0Flagged)
+	}
+	if got := rep.Turns[0].Fast0.Value; got != 0.5 {
+		t.Errorf("fast_0@0: got %v, want 0.5 (the delegating kernel is no solution)", got)
+	}
+	if !rep.Arms[0].AnyFlagged || rep.Arms[0].Fast0Flagged.Value != 0.75 {
+		t.Errorf("counting flagged: %+v", rep.Arms[0])
+	}
 	// Against compile-default only relu has a baseline on its hardware: 1.28x.
 	c := Build(s, Options{Metrics: metrics.Options{Baseline: "compile-default"}, P: []float64{0, 1}})
 	// relu succeeds, gemm fails (no baseline needed), softmax and conv are left out.

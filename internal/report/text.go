@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kbplatform/kbplatform/internal/metrics"
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // WriteText prints the report's tables.
@@ -65,6 +66,10 @@ func (r *Report) writeText(w io.Writer) error {
 		return err
 	}
 
+	if err := r.writeFlagged(w); err != nil {
+		return err
+	}
+
 	fmt.Fprintln(w, "\n95% bootstrap intervals (1000 resamples of the tasks)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ARM\tfast_0\tfast_1\tGEOMEAN\t")
@@ -113,7 +118,7 @@ func (r *Report) writeText(w io.Writer) error {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ARM\tK\tfast_0@k\tfast_1@k\tTASKS WITH FEWER THAN K\t")
 		for _, k := range r.AtK {
-			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%d\t\n", k.Arm, k.K, k.Fast0.Value, k.Fast1.Value, k.Fast0.Short)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t\n", k.Arm, k.K, withFlagged(k.Fast0, k.Fast0Flagged), withFlagged(k.Fast1, k.Fast1Flagged), k.Fast0.Short)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -135,6 +140,35 @@ func (r *Report) writeText(w io.Writer) error {
 			r.Missing, r.Baseline, r.Baseline)
 	}
 	return nil
+}
+
+// writeFlagged says, for the arms where some pass carries a kernel flag, what fast_0 and fast_1
+// would read counting such passes: the tables count them as no solution.
+func (r *Report) writeFlagged(w io.Writer) error {
+	var arms []ArmTable
+	for _, a := range r.Arms {
+		if a.AnyFlagged {
+			arms = append(arms, a)
+		}
+	}
+	if len(arms) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\na pass carrying a kernel flag (%s) is no solution; beside each figure, what counting it would give\n", strings.Join(sdk.KernelFlags(), ", "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ARM\tfast_0\tfast_1\t")
+	for _, a := range arms {
+		fmt.Fprintf(tw, "%s\t%.2f, %.2f counting flagged\t%.2f, %.2f counting flagged\t\n", a.Arm, a.Fast0.Value, a.Fast0Flagged.Value, a.Fast1.Value, a.Fast1Flagged.Value)
+	}
+	return tw.Flush()
+}
+
+// withFlagged is a rate, and beside it the rate counting flagged passes where that differs.
+func withFlagged(r, flagged metrics.Rate) string {
+	if flagged.Value == r.Value {
+		return fmt.Sprintf("%.2f", r.Value)
+	}
+	return fmt.Sprintf("%.2f, %.2f counting flagged", r.Value, flagged.Value)
 }
 
 func tasks(judged, all int) string {

@@ -331,7 +331,11 @@ launch:
 			// A failed unit's time and spend count against the study budget too.
 			limit.add(begin, time.Now(), cost)
 			if err != nil {
-				o.Error = err.Error()
+				if ctx.Err() == nil {
+					// Interrupted, the unit did not fail: it did not finish, and a summary leaves it
+					// out with the units that never ran unless an evaluation of it was stored.
+					o.Error = err.Error()
+				}
 				tr.end(u.label, time.Since(begin), false)
 				progress(fmt.Sprintf("%s: %v", u.label, err))
 				publish("", "")

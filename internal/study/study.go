@@ -175,15 +175,24 @@ type TaskOutcome struct {
 	Model string `json:"model,omitempty"` // in a study of several models
 	// Arm names the arm among the study's others (Spec.ArmLabels; "" in a study of one arm) and
 	// Unit is the unit's key.
-	Arm         string  `json:"arm,omitempty"`
-	Unit        string  `json:"unit"`
-	Done        bool    `json:"done"`
-	Skipped     bool    `json:"skipped,omitempty"` // done by an earlier run
-	Attempts    int     `json:"attempts"`
+	Arm      string `json:"arm,omitempty"`
+	Unit     string `json:"unit"`
+	Done     bool   `json:"done"`
+	Skipped  bool   `json:"skipped,omitempty"` // done by an earlier run
+	Attempts int    `json:"attempts"`
+	// Correct: some kernel of the unit is a solution (passed without a kernel flag); BestSpeedup
+	// and BestEval are the best solution's.
 	Correct     bool    `json:"correct"`
 	BestSpeedup float64 `json:"best_speedup,omitempty"`
 	BestEval    string  `json:"best_evaluation,omitempty"`
-	Error       string  `json:"error,omitempty"`
+	// Flagged: some kernel passed carrying a kernel flag (sdk.KernelFlags), no solution;
+	// FlaggedSpeedup is the best of those, for the figure counting flagged.
+	Flagged        bool    `json:"flagged,omitempty"`
+	FlaggedSpeedup float64 `json:"flagged_speedup,omitempty"`
+	// Ran: the unit finished, failed, or made an attempt. A unit that never ran (a study
+	// interrupted or stopped by its budget first) is in no fast_p, and summaries say how many.
+	Ran   bool   `json:"ran"`
+	Error string `json:"error,omitempty"`
 	// Blame is set when the task has no verdict about any kernel because something else failed
 	// (task, platform, environment): such a task counts in no fast_p.
 	Blame string `json:"blame,omitempty"`
@@ -254,6 +263,7 @@ func Summarize(st *store.Store, rep *Report) error {
 			continue
 		}
 		o := &rep.Outcomes[i]
+		o.Ran = true
 		b := ev.Blame
 		if b == "" {
 			b = record.BlameOf(ev.Result)
@@ -267,6 +277,12 @@ func Summarize(st *store.Store, rep *Report) error {
 		if ev.Result.Verdict != sdk.Pass || ev.Result.Timing == nil {
 			continue
 		}
+		if !ev.Result.Solution() {
+			// It passed, but it is no solution (a kernel flag): counted only counting flagged.
+			o.Flagged = true
+			o.FlaggedSpeedup = max(o.FlaggedSpeedup, ev.Result.Timing.Speedup)
+			continue
+		}
 		o.Correct = true
 		if ev.Result.Timing.Speedup > o.BestSpeedup {
 			o.BestSpeedup, o.BestEval = ev.Result.Timing.Speedup, ev.ID
@@ -277,9 +293,12 @@ func Summarize(st *store.Store, rep *Report) error {
 		switch {
 		case judged[i]:
 			o.Blame = ""
-			if o.Correct {
+			switch {
+			case o.Correct:
 				o.Reason = fmt.Sprintf("pass, best %.2fx", o.BestSpeedup)
-			} else if o.Reason == "" {
+			case o.Flagged:
+				o.Reason = fmt.Sprintf("passed only with a kernel flag (no solution), best %.2fx", o.FlaggedSpeedup)
+			case o.Reason == "":
 				o.Reason = last[i]
 			}
 		case o.Blame != "":
@@ -321,18 +340,23 @@ func firstLine(s string) string {
 	return l
 }
 
-// FastP is KernelBench's fast_p over the outcomes: the fraction of tasks with a correct kernel
-// whose speedup over eager exceeds p (fast_0 is the correctness rate). Tasks without a verdict
-// about any kernel because the task, the platform or the environment failed (Blame) are left out:
-// they say nothing about the model.
-func FastP(outcomes []TaskOutcome, p float64) float64 {
+// FastP is KernelBench's fast_p over the outcomes: the fraction of tasks with a solution (a
+// kernel that passed without a kernel flag) whose speedup over eager exceeds p (fast_0 is the
+// correctness rate); countFlagged counts flagged passes too. Tasks without a verdict about any
+// kernel because the task, the platform or the environment failed (Blame) are left out: they say
+// nothing about the model; so are units that never ran.
+func FastP(outcomes []TaskOutcome, p float64, countFlagged bool) float64 {
 	n, total := 0, 0
 	for _, o := range outcomes {
-		if o.Blame != "" {
+		if o.Blame != "" || !o.HasRun() {
 			continue
 		}
 		total++
-		if o.Correct && (p <= 0 || o.BestSpeedup > p) {
+		best, ok := o.BestSpeedup, o.Correct
+		if countFlagged && o.Flagged {
+			best, ok = max(best, o.FlaggedSpeedup), true
+		}
+		if ok && (p <= 0 || best > p) {
 			n++
 		}
 	}
@@ -342,11 +366,33 @@ func FastP(outcomes []TaskOutcome, p float64) float64 {
 	return float64(n) / float64(total)
 }
 
+// HasRun reports whether the unit ran: it finished or failed, or has a stored evaluation. A unit
+// cut off before its first evaluation was stored (its attempt's evaluation interrupted) did
+// not: counting it would count the interruption as the model's failure.
+func (o TaskOutcome) HasRun() bool { return o.Ran || o.Done || o.Error != "" }
+
+// AnyFlagged reports whether some outcome passed with a kernel flag: only then does fast_p
+// counting flagged differ.
+func AnyFlagged(outcomes []TaskOutcome) bool {
+	return slices.ContainsFunc(outcomes, func(o TaskOutcome) bool { return o.Flagged && o.Blame == "" && o.HasRun() })
+}
+
 // Judged counts the outcomes FastP is computed over.
 func Judged(outcomes []TaskOutcome) int {
 	n := 0
 	for _, o := range outcomes {
-		if o.Blame == "" {
+		if o.Blame == "" && o.HasRun() {
+			n++
+		}
+	}
+	return n
+}
+
+// NotRun counts the outcomes of units that never ran.
+func NotRun(outcomes []TaskOutcome) int {
+	n := 0
+	for _, o := range outcomes {
+		if !o.HasRun() {
 			n++
 		}
 	}

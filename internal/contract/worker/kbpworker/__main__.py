@@ -17,7 +17,7 @@ from . import (channel, compare, errors, extcache, fingerprint, guard, harness, 
 OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, protocol,
                tensorfile, transport)
 _perf_counter = time.perf_counter  # captured before any candidate code runs
-PROTOCOL = 4  # 4: the profile op and the compare op's precision field
+PROTOCOL = 5  # 5: the inputs_repeat op; 4: the profile op and the compare op's precision field
 
 
 def _apply_settings(settings):
@@ -78,6 +78,10 @@ class Worker:
             phase = cmd.get("phase", "call")
             if isinstance(e, (errors.HarnessError, inputs.InputError, tensorfile.TensorFileError, transport.TransportError)):
                 body = {"ok": False, "error": dict(errors.describe(e, phase), **{"class": "harness_error"})}
+            elif isinstance(e, errors.TaskError):
+                # Its message is the whole of what the task's author needs, without a type name.
+                body = {"ok": False, "error": dict(errors.describe(e, "task"), **{"class": "reference_error",
+                                                                                  "message": str(e)})}
             else:
                 body = harness.error_reply(e, phase)
             if self.role == "candidate":
@@ -198,6 +202,9 @@ class Worker:
         res = self.session.probe(cmd["distributions"], int(cmd["seed"]), cmd.get("tolerance"))
         res["ok"] = True
         return res
+
+    def op_inputs_repeat(self, cmd, seq):
+        return {"ok": True, "differ": self.session.inputs_repeat(int(cmd["seed"]), cmd["dist"])}
 
     def op_validate(self, cmd, seq):
         rep = self.session.validate(cmd["distributions"], [int(s) for s in cmd["seeds"]], cmd.get("tolerance"))

@@ -26,7 +26,13 @@ class LoadError(Exception):
 
 
 class HarnessError(Exception):
-    """The task or the harness configuration is wrong (not the candidate's fault)."""
+    """The harness configuration is wrong (not the candidate's fault)."""
+
+
+class TaskError(Exception):
+    """The task's own file does not load or lacks what the format needs: the task's failure
+    (reference_error), never the candidate's or the platform's. Only the driver decides whom to
+    believe: from a process that ran candidate code it is confirmed by the reference first."""
 
 
 def classify(exc, phase):

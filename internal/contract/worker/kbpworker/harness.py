@@ -17,7 +17,7 @@ import time
 import torch
 
 from . import compare, inputs, precision, probe, profile, sensitivity, tensorfile, transport
-from .errors import HarnessError, LoadError, describe
+from .errors import HarnessError, LoadError, TaskError, describe
 
 # Captured before any candidate code can run; the harness calls these, never the module attributes.
 _perf_ns = time.perf_counter_ns
@@ -99,11 +99,17 @@ class Session:
         sys.modules["kbp_task"] = mod
         try:
             exec(compile(source, path, "exec"), mod.__dict__)
+        except SyntaxError as e:
+            # The task's own line, not the worker's copy's path: the author fixes the file.
+            where = "line %s" % e.lineno if e.lineno else "an unknown line"
+            text = (e.text or "").strip()
+            raise TaskError("the task file does not parse: %s: %s at %s%s" % (
+                type(e).__name__, e.msg, where, ": " + text if text else ""))
         except Exception as e:
-            raise HarnessError("task %s failed to load: %s: %s" % (path, type(e).__name__, e))
-        for name in ("Model", "get_inputs", "get_init_inputs"):
-            if not hasattr(mod, name):
-                raise HarnessError("task %s does not define %s" % (path, name))
+            raise TaskError("the task file does not load: %s: %s" % (type(e).__name__, e))
+        missing = [name for name in ("Model", "get_inputs", "get_init_inputs") if not hasattr(mod, name)]
+        if missing:
+            raise TaskError("the task file does not define %s" % ", ".join(missing))
         self.task = mod
 
     def import_candidate(self, path):
@@ -583,6 +589,22 @@ class Session:
                 changed.append(i)
         return changed
 
+    def inputs_repeat(self, seed, dist):
+        """The positions of the task's inputs that differ between two calls of its get_inputs
+        under one seed: none for a task whose inputs are a function of the seed, which both sides
+        of an evaluation rely on (each makes its own). Both sets are made here, in the trusted
+        process, one after the other: only their digests are kept, so at most one set is alive."""
+        self._release()
+        self._ref_cache = []
+        first = self._input_digests(seed, dist)
+        second = self._input_digests(seed, dist)
+        n = max(len(first), len(second))
+        return [i for i in range(n) if i >= len(first) or i >= len(second) or first[i] != second[i]]
+
+    def _input_digests(self, seed, dist):
+        _, leaves = compare.flatten(list(inputs.make_inputs(self.task, seed, dist, self.device)))
+        return [compare.digest(t) if _isinstance(t, _Tensor) else repr(t) for t in leaves]
+
     def validate(self, dists, seeds, tol=None):
         """Run the reference on every distribution and report whether it is usable. Whether its
         output changes with the inputs is the sensitivity check's, below, over the samples every
@@ -590,6 +612,13 @@ class Session:
         report = {"distributions": [], "warnings": []}
         for dist in dists:
             entry = {"dist": dist}
+            # A reference that is not a function of its seed cannot be compared with anything:
+            # say so by its cause before the repeat check reads it as nondeterminism.
+            differ = self.inputs_repeat(seeds[0], dist)
+            if differ:
+                entry["inputs_differ"] = differ
+                report["distributions"].append(entry)
+                continue
             for i, s in enumerate(seeds):
                 sig, leaves = self.reference(s, dist)
                 nonfinite = sum(int((~torch.isfinite(t)).sum()) for t in leaves

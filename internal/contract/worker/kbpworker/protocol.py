@@ -58,6 +58,9 @@ OPS = {
     # Reference: for each distribution, whether the reference stays finite under it and its output
     # differs from the task's own inputs' (the distributions an evaluation adds a trial under).
     "probe": Op(("distributions", "seed"), ("tolerance",), ("probes", "ref_call_ms")),
+    # Reference: make the task's inputs for (seed, dist) twice; the positions that differ (a task
+    # whose get_inputs is not a function of its seed).
+    "inputs_repeat": Op(("seed", "dist"), (), ("differ",)),
     # Reference: run the task's reference on every distribution and report whether it is usable.
     "validate": Op(("distributions", "seeds"), ("tolerance",), ("distributions", "warnings", "sensitivity")),
     # Either role: collect garbage and give cached device memory back.
