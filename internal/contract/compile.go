@@ -121,6 +121,7 @@ func (e *Evaluator) compile(ctx context.Context, t Task, k Kernel, device string
 	rep, err := call(ctx, p, e.opt.Config.CompileTimeout, loadRequest{TaskPath: taskPath, KernelPath: kpath, Build: &build})
 	if err != nil {
 		cls, msg, tb := describeErr(err)
+		cls, msg = untrustedHarnessClaim(cls, msg, "compile")
 		return fail(cls, msg, tb, p.log.String())
 	}
 	res.Builds, res.CacheHits = rep.ExtBuilds, rep.ExtHits
