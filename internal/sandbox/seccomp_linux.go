@@ -22,10 +22,16 @@ var deniedCalls = []string{
 	"fanotify_init", "iopl", "ioperm", "lookup_dcookie",
 }
 
-// deniedFamilies are the socket families refused: the network (inet, inet6, packet), and named
-// unix sockets, which would reach any local service (the database's holder among them). Pairs of
-// connected unix sockets (socketpair), which the Python runtime uses, stay allowed.
-var deniedFamilies = []uint64{unix.AF_INET, unix.AF_INET6, unix.AF_PACKET, unix.AF_UNIX}
+// deniedFamilies are the socket families refused: the network (inet, inet6, packet).
+//
+// Unix sockets may be made but reach nobody: connect fails with ECONNREFUSED, as for a socket
+// nobody listens on, and so does sendto with an address. A named or abstract unix socket would
+// reach any local service (the database's holder among them, an agent, Docker). Refusing the
+// socket itself is what the GPU forbids: CUDA's initialisation makes a unix socket (to look for
+// the MPS daemon and nvidia-persistenced) and fails with error 304 when socket() is refused, while
+// a refused connection is what it meets on any host without them. Pairs of connected unix
+// sockets (socketpair), which the Python runtime uses, work as before.
+var deniedFamilies = []uint64{unix.AF_INET, unix.AF_INET6, unix.AF_PACKET}
 
 // filter is the seccomp policy of p.
 func filter(p Policy) seccomp.Policy {
@@ -39,11 +45,17 @@ func filter(p Policy) seccomp.Policy {
 			{Argument: 0, Operation: seccomp.Equal, Value: fam},
 		}})
 	}
+	refused := seccomp.ActionErrno | seccomp.Action(unix.ECONNREFUSED)
 	return seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
 			{Action: seccomp.ActionErrno, Names: names},
 			{Action: seccomp.ActionErrno, NamesWithCondtions: socket},
+			{Action: refused, Names: []string{"connect"}},
+			// send() is sendto without an address: only a send to an address is refused.
+			{Action: refused, NamesWithCondtions: []seccomp.NameWithConditions{{Name: "sendto", Conditions: seccomp.ArgumentConditions{
+				{Argument: 4, Operation: seccomp.NotEqual, Value: 0},
+			}}}},
 		},
 	}
 }
