@@ -11,7 +11,7 @@ type Flag struct {
 }
 
 // Flag names. Static checks raise FlagTorchDelegation; the contract's correctness trials raise
-// FlagInputInsensitive; its timing raises FlagTimingUnresolved and FlagGPUShared; its runtime
+// FlagInputInsensitive; its timing raises FlagTimingUnresolved, FlagGPUShared and FlagCPUShared; its runtime
 // evidence raises the others.
 const (
 	// FlagTorchDelegation: the candidate's forward reaches the PyTorch operators it was asked to
@@ -34,6 +34,11 @@ const (
 	// the timed calls, which nothing in kbplatform can stop. A remark on the measurement
 	// (MeasurementFlag).
 	FlagGPUShared = "gpu_shared"
+	// FlagCPUShared: a CPU evaluation's timed calls could not take their turn at the host's CPUs
+	// (the lock that keeps two kbplatform processes' timings apart could not be taken), so
+	// another kbplatform process may have timed its kernels beside them. A remark on the
+	// measurement (MeasurementFlag).
+	FlagCPUShared = "cpu_shared"
 )
 
 // KernelFlags are the flags that say a passing kernel is not a solution of its task: it ran no
@@ -56,7 +61,9 @@ func (r *Result) Solution() bool {
 
 // MeasurementFlag reports whether a flag remarks on how well a result was measured rather than
 // on what the kernel does: the same kernel can get it on one run and not on the next.
-func MeasurementFlag(name string) bool { return name == FlagTimingUnresolved || name == FlagGPUShared }
+func MeasurementFlag(name string) bool {
+	return name == FlagTimingUnresolved || name == FlagGPUShared || name == FlagCPUShared
+}
 
 // HasFlag reports whether the result carries the named flag.
 func (r *Result) HasFlag(name string) bool {

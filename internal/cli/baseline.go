@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -165,7 +166,8 @@ refused.`,
 					b.Speedup = res.Timing.Speedup
 					b.CompileS = res.ModelCompileS
 					b.Unresolved = res.FlagReason(sdk.FlagTimingUnresolved)
-					b.Shared = res.FlagReason(sdk.FlagGPUShared)
+					// A CPU baseline timed without its turn at the CPUs is as shared as a GPU one.
+					b.Shared = cmp.Or(res.FlagReason(sdk.FlagGPUShared), res.FlagReason(sdk.FlagCPUShared))
 				} else {
 					b.Error = res.ErrorClass + ": " + firstLines(res.Message, 1, 300)[0]
 				}

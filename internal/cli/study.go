@@ -391,7 +391,7 @@ func (a *app) studyRunCmd() *cobra.Command {
 	f.StringVar(&strategy, "strategy", "", "strategy plugin (default oneshot)")
 	f.StringVar(&modelCfg, "model-config", "", "model settings as JSON")
 	f.StringVar(&backendCfg, "backend-config", "", `backend settings as JSON; with several backends, an object by backend name ({"cutlass": {...}})`)
-	f.StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p too (repeatable: timing_unresolved, gpu_shared; a kernel flag such as no_custom_kernel is never a solution)")
+	f.StringSliceVar(&excludeFlags, "exclude-flag", nil, "leave results with this flag out of correctness and fast_p too (repeatable: timing_unresolved, gpu_shared, cpu_shared; a kernel flag such as no_custom_kernel is never a solution)")
 	f.StringVar(&strategyCfg, "strategy-config", "", "strategy settings as JSON")
 	f.IntVar(&gens, "budget-generations", 0, "model completions per unit (0: unlimited)")
 	f.IntVar(&evals, "budget-evaluations", 0, "evaluations per unit (0: unlimited)")

@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/kbplatform/kbplatform/sdk"
 )
 
 // evalRun carries the state of one evaluation.
 type evalRun struct {
 	e       *Evaluator
 	ctx     context.Context
+	limit   *limit // ctx's time limit, paused while the timed calls wait for the CPU (cputurn.go)
 	res     *Result
 	task    Task
 	ref     *refServer
@@ -74,8 +77,9 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	if t.Timeout > 0 {
 		timeout = t.Timeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	lim := newLimit(ctx, timeout)
+	defer lim.stop()
+	ctx = lim
 
 	// The reference process starts while the candidate compiles: each start is an import of
 	// torch (seconds), and neither needs the other. A reference started for a kernel that then
@@ -135,7 +139,7 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	}
 	rng, seed := e.seedSource()
 	res.Config.Seed = seed
-	run := &evalRun{e: e, ctx: ctx, res: res, task: t, dumpDir: dumpDir, rng: rng, mode: mode, evidence: evidence, start: start, phases: res.Phases}
+	run := &evalRun{e: e, ctx: ctx, limit: lim, res: res, task: t, dumpDir: dumpDir, rng: rng, mode: mode, evidence: evidence, start: start, phases: res.Phases}
 	run.execute(k, device, dir, cand, ref.wait)
 	return res
 }
@@ -322,7 +326,12 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, refere
 		return
 	}
 	before.wait()
-	r.e.quietSpares(r.timing)
+	// On the CPU, the timed calls take their turn at this host's CPUs with every other
+	// kbplatform process's (cputurn.go); the other phases time nothing and need no turn.
+	shared := r.cpuTurn(device, func() { r.e.quietSpares(r.timing) })
+	if shared != "" && r.res.Timing != nil {
+		r.res.AddFlag(Flag{Name: sdk.FlagCPUShared, Reason: shared})
+	}
 	after := r.scanNeighbours(device)
 	if r.evidence && r.res.ErrorClass == "" && len(r.res.Tampered) == 0 {
 		// After timing, so that the profiler's setup and teardown cannot touch a timed call; and

@@ -7,6 +7,9 @@
 // runs: an evaluation's timing must share its GPU with nothing, and before this lock two
 // kbplatform commands started side by side on one GPU (two terminals, a baseline beside a study)
 // timed each other's kernels into their numbers without a word.
+//
+// The host's CPUs are locked the same way, one file per CPU (cpu.go), but only around a CPU
+// evaluation's timed calls: see LockCPUs.
 package gpulock
 
 import (
@@ -52,62 +55,85 @@ func Physical(device string) (name string, ok bool) {
 
 var notInName = regexp.MustCompile(`[^A-Za-z0-9_=.-]+`)
 
-func path(kind, gpu string) string {
-	return filepath.Join(os.TempDir(), "kbplatform-"+kind+"-gpu-"+notInName.ReplaceAllString(gpu, "_")+".lock")
+// unit is one thing a lock keeps: a GPU, or one CPU.
+type unit struct {
+	file   string // its part of the lock file's name: "gpu-0", "cpu-3"
+	what   string // how messages name it: "GPU 0", "CPU 3"
+	gpu    string // the GPU's name (Physical), "" for a CPU
+	device string // the device as the caller named it
+}
+
+func gpuUnit(gpu, device string) unit {
+	return unit{file: "gpu-" + notInName.ReplaceAllString(gpu, "_"), what: "GPU " + gpu, gpu: gpu, device: device}
+}
+
+func path(kind string, u unit) string {
+	return filepath.Join(os.TempDir(), "kbplatform-"+kind+"-"+u.file+".lock")
 }
 
 // queuePath is the file beside a lock on which its waiters hold a shared lock while they wait.
-func queuePath(kind, gpu string) string {
-	return strings.TrimSuffix(path(kind, gpu), ".lock") + ".queue"
+func queuePath(kind string, u unit) string {
+	return strings.TrimSuffix(path(kind, u), ".lock") + ".queue"
 }
 
-// Held is a lock taken; Release gives it back.
-type Held struct{ f *os.File }
+// Held is a lock taken (a GPU's, or those of a set of CPUs); Release gives it back.
+type Held struct{ fs []*os.File }
 
 // Release gives the lock back. A nil Held (a device that is not a GPU) releases nothing.
 func (h *Held) Release() {
-	if h == nil || h.f == nil {
+	if h == nil {
 		return
 	}
-	_ = syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
-	h.f.Close()
-	h.f = nil
+	// In the reverse of the order taken, so that a waiter for the first never finds it free
+	// while a later one is still held.
+	for i := len(h.fs) - 1; i >= 0; i-- {
+		_ = syscall.Flock(int(h.fs[i].Fd()), syscall.LOCK_UN)
+		h.fs[i].Close()
+	}
+	h.fs = nil
 }
 
-// Busy is the error of a lock held by another holder: which GPU and who holds it, as the holder
-// wrote it (its pid and command).
+// Busy is the error of a lock held by another holder: which GPU (or CPU) and who holds it, as
+// the holder wrote it (its pid and command).
 type Busy struct {
-	GPU, Device, Holder string
+	What   string // "GPU 0", "CPU 3"
+	GPU    string // the GPU's name; "" for a CPU
+	Device string
+	Holder string
 }
 
 func (b *Busy) Error() string {
-	return fmt.Sprintf("GPU %s (%s) is held by another process on this host (%s)", b.GPU, b.Device, b.Holder)
+	return fmt.Sprintf("%s (%s) is held by another process on this host (%s)", b.What, b.Device, b.Holder)
 }
 
 // TryLock takes kind's lock of device's GPU at once, or fails with *Busy. A device that is not a
-// GPU is never locked (the CPU is shared on purpose: its evaluations bound their own threads).
+// GPU is not locked here: a CPU evaluation holds its CPUs only while it times (LockCPUs).
 func TryLock(kind, device string) (*Held, error) {
 	gpu, ok := Physical(device)
 	if !ok {
 		return nil, nil
 	}
-	p := path(kind, gpu)
+	return tryLock(kind, gpuUnit(gpu, device))
+}
+
+func tryLock(kind string, u unit) (*Held, error) {
+	p := path(kind, u)
 	f, err := open(p)
 	if err != nil {
-		return nil, fmt.Errorf("locking GPU %s (%s): %w", gpu, device, err)
+		return nil, fmt.Errorf("locking %s (%s): %w", u.what, u.device, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if err == syscall.EWOULDBLOCK {
 			b, _ := os.ReadFile(p)
-			return nil, &Busy{GPU: gpu, Device: device, Holder: strings.TrimSpace(string(b))}
+			return nil, &Busy{What: u.what, GPU: u.gpu, Device: u.device, Holder: strings.TrimSpace(string(b))}
 		}
-		return nil, fmt.Errorf("locking GPU %s (%s): %w", gpu, device, err)
+		return nil, fmt.Errorf("locking %s (%s): %w", u.what, u.device, err)
 	}
 	if f.Truncate(0) == nil {
 		_, _ = f.WriteAt([]byte(holder()+"\n"), 0)
 	}
-	return &Held{f: f}, nil
+	return &Held{fs: []*os.File{f}}, nil
 }
 
 // Lock takes kind's lock of device's GPU, waiting while another process holds it; waiting, when
@@ -125,16 +151,20 @@ func Lock(ctx context.Context, kind, device string, waiting func(*Busy)) (*Held,
 	if !ok {
 		return nil, nil
 	}
-	q, err := open(queuePath(kind, gpu))
+	return lock(ctx, kind, gpuUnit(gpu, device), waiting)
+}
+
+func lock(ctx context.Context, kind string, u unit, waiting func(*Busy)) (*Held, error) {
+	q, err := open(queuePath(kind, u))
 	if err != nil {
-		return nil, fmt.Errorf("locking GPU %s (%s): %w", gpu, device, err)
+		return nil, fmt.Errorf("locking %s (%s): %w", u.what, u.device, err)
 	}
 	defer q.Close() // drops this process's place in the queue, if it took one
 	queued, told := false, false
 	for {
 		var b *Busy // nil when this round deferred to a queued waiter without trying
 		if queued || !othersQueued(q) {
-			h, err := TryLock(kind, device)
+			h, err := tryLock(kind, u)
 			var busy bool
 			if b, busy = err.(*Busy); !busy {
 				return h, err
@@ -147,8 +177,8 @@ func Lock(ctx context.Context, kind, device string, waiting func(*Busy)) (*Held,
 		}
 		if !told && waiting != nil {
 			if b == nil {
-				last, _ := os.ReadFile(path(kind, gpu)) // who holds it now, or held it last
-				b = &Busy{GPU: gpu, Device: device, Holder: strings.TrimSpace(string(last)) + "; another process waits for it first"}
+				last, _ := os.ReadFile(path(kind, u)) // who holds it now, or held it last
+				b = &Busy{What: u.what, GPU: u.gpu, Device: u.device, Holder: strings.TrimSpace(string(last)) + "; another process waits for it first"}
 			}
 			waiting(b)
 			told = true

@@ -28,7 +28,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 	if err != nil || first == nil {
 		t.Fatalf("first lock: %v", err)
 	}
-	if b, err := os.ReadFile(path(Eval, "0")); err != nil || !strings.HasPrefix(string(b), "pid "+strconv.Itoa(os.Getpid())) {
+	if b, err := os.ReadFile(path(Eval, gpuUnit("0", "cuda:0"))); err != nil || !strings.HasPrefix(string(b), "pid "+strconv.Itoa(os.Getpid())) {
 		t.Fatalf("lock file says %q (%v), want this process", b, err)
 	}
 	for _, other := range []struct{ kind, device string }{{Eval, "cuda:1"}, {Worker, "cuda:0"}} {

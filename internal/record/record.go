@@ -60,10 +60,23 @@ func (rc *Recorder) Record(ctx context.Context, a Attempt) (*store.Evaluation, e
 	if res.Kernel.Hash != "" && res.Kernel.Source != "" {
 		k := store.KernelRecord{Hash: res.Kernel.Hash, Source: res.Kernel.Source, Name: res.Kernel.Name, FirstSeen: time.Now().UTC()}
 		if err := rc.Store.PutKernel(k); err != nil {
-			return ev, err
+			return ev, lostEvaluation(res, err)
 		}
 	}
-	return ev, rc.Store.PutEvaluation(ev)
+	if err := rc.Store.PutEvaluation(ev); err != nil {
+		return ev, lostEvaluation(res, err)
+	}
+	return ev, nil
+}
+
+// lostEvaluation names the evaluation a failed write lost (a full disk stops a study mid-run,
+// and its user must know which result to expect again when the study resumes).
+func lostEvaluation(res *sdk.Result, err error) error {
+	kernel := res.Kernel.Name
+	if kernel == "" {
+		kernel = "its own Model (a baseline)"
+	}
+	return fmt.Errorf("the evaluation of %s (kernel %s on %s, verdict %s) was not stored: %w", res.Task.ID, kernel, res.Device, res.Verdict, err)
 }
 
 // Result is the attempt's result as it is stored: complete and blamed, not yet written.

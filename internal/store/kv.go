@@ -20,7 +20,13 @@ type kv interface {
 }
 
 // badgerKV is the database itself.
-type badgerKV struct{ db *badger.DB }
+type badgerKV struct {
+	db  *badger.DB
+	dir string
+	// writable: this process may write the files (not a ReadOnly open), so each write and the
+	// close's flush first make sure the disk has room for them (diskspace.go).
+	writable bool
+}
 
 // errHeld means another process holds the directory lock.
 var errHeld = errors.New("held by another process")
@@ -34,15 +40,24 @@ func openBadger(dir string) (*badgerKV, error) {
 	} else if held {
 		return nil, errHeld
 	}
+	// Opening replays a killed process's log into a table, and the first write maps a new log:
+	// both need room (diskspace.go).
+	if err := checkSpace(dir, 0); err != nil {
+		return nil, err
+	}
 	db, err := badger.Open(badgerOptions(dir))
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") || strings.Contains(err.Error(), "resource temporarily unavailable") {
 			return nil, errHeld
 		}
-		return nil, fmt.Errorf("open database %s: %w", dir, err)
+		return nil, fmt.Errorf("open database %s: %w", dir, diskFull(dir, err))
 	}
-	return &badgerKV{db: db}, nil
+	return &badgerKV{db: db, dir: dir, writable: true}, nil
 }
+
+// memTableSize is Badger's memtable (and so its log file's) size: what a flush writes at most.
+// Small, so that the room kept free for a flush is small too (diskReserve).
+const memTableSize = 16 << 20
 
 // badgerOptions are the options every open uses; a reader adds ReadOnly.
 func badgerOptions(dir string) badger.Options {
@@ -50,14 +65,33 @@ func badgerOptions(dir string) badger.Options {
 		WithSyncWrites(true).
 		WithLogger(quietLogger{}).
 		WithNumVersionsToKeep(1).
-		WithMemTableSize(16 << 20).
+		WithMemTableSize(memTableSize).
 		WithValueLogFileSize(256 << 20)
 }
 
-func (b *badgerKV) close() error { return b.db.Close() }
+// close flushes the memtable into a table and closes the files. On a disk without room for
+// the flush it leaves the database open instead, to be released when the process ends: the
+// records are already in the synced log, which the next command replays as after a kill, where
+// a flush into a full disk would die of SIGBUS.
+func (b *badgerKV) close() error {
+	if b.writable {
+		if err := checkSpace(b.dir, 0); err != nil {
+			return fmt.Errorf("the database was left for the next command to finish (its records are in its log): %w", err)
+		}
+	}
+	return b.db.Close()
+}
 
 func (b *badgerKV) put(kvs map[string][]byte) error {
-	return b.db.Update(func(txn *badger.Txn) error {
+	var size int64
+	for k, v := range kvs {
+		size += int64(len(k) + len(v))
+	}
+	// Twice the bytes: the log holds each record once, and the flush's table once more.
+	if err := checkSpace(b.dir, 2*size); err != nil {
+		return err
+	}
+	return diskFull(b.dir, b.db.Update(func(txn *badger.Txn) error {
 		keys := make([]string, 0, len(kvs))
 		for k := range kvs {
 			keys = append(keys, k)
@@ -69,7 +103,7 @@ func (b *badgerKV) put(kvs map[string][]byte) error {
 			}
 		}
 		return nil
-	})
+	}))
 }
 
 func (b *badgerKV) get(key string) ([]byte, error) {

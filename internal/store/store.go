@@ -397,7 +397,8 @@ type Baseline struct {
 	// timing_unresolved flag); empty when they did.
 	Unresolved string `json:"unresolved,omitempty"`
 	// Shared names the program outside kbplatform that held the GPU while it was timed (the
-	// evaluation's gpu_shared flag); empty when none did.
+	// evaluation's gpu_shared flag), or why a CPU timing could not take its turn at the CPUs
+	// (cpu_shared); empty when neither.
 	Shared string `json:"gpu_shared,omitempty"`
 }
 
