@@ -256,6 +256,39 @@ func (e *Evaluator) sandboxStatus() *Sandbox {
 // sandbox's doing where a host needs a path or call the sandbox does not grant.
 var cudaStartFailures = []string{"operation not supported on this os", "os call failed", "cudaerroroperatingsystem", "error 304", "cuda driver initialization failed"}
 
+// sandboxStopsCUDA says, when a kernel's process failed with candText on device, whether the
+// reference's start failed the same way: CUDA did not start in the sandbox in a process that runs
+// no kernel code either, so the host's sandbox is at fault, not the kernel (on a host whose driver
+// needs something the sandbox denies, every kernel would fail its compile otherwise, each blamed
+// on the kernel). It returns the message to record then. It waits for the reference's start.
+func (e *Evaluator) sandboxStopsCUDA(device, candText string, ref *pendingRef) (string, bool) {
+	if e.cudaStartHint(device, candText) == "" {
+		return "", false
+	}
+	_, err := ref.wait()
+	if err == nil {
+		return "", false // CUDA starts for the reference: the kernel's own doing
+	}
+	text := err.Error()
+	var rf *refFailure
+	if errors.As(err, &rf) {
+		text += "\n" + rf.log
+	}
+	hint := e.cudaStartHint(device, text)
+	if hint == "" {
+		return "", false
+	}
+	return "CUDA did not start in the sandbox, in the kernel's process nor in the reference's, which runs no kernel code: the sandbox denies something this host's driver needs. The kernel's process said: " + firstLineOf(candText) + hint, true
+}
+
+// firstLineOf is the first line of s.
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
 // cudaStartHint is what a worker that could not start CUDA in the sandbox adds to its message:
 // how to see it for oneself, and the way to evaluate meanwhile.
 func (e *Evaluator) cudaStartHint(device, text string) string {

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,5 +154,44 @@ func TestCUDAStartHint(t *testing.T) {
 	e.opt.Sandbox = sandbox.ModeOff
 	if h := e.cudaStartHint("cuda:0", "error 304"); h != "" {
 		t.Errorf("a hint with the sandbox off: %q", h)
+	}
+}
+
+// TestSandboxStopsCUDA: a kernel whose compile failed because CUDA did not start is blamed on the
+// sandbox only when the reference's start, which runs no kernel code, failed the same way; a
+// reference that started, a CPU device, another failure or a sandbox turned off leave the
+// kernel's failure as it is.
+func TestSandboxStopsCUDA(t *testing.T) {
+	e304 := "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 304: OS call failed or operation not supported on this OS"
+	pending := func(err error) *pendingRef {
+		p := &pendingRef{c: make(chan struct{}), err: err}
+		if err == nil {
+			p.ref = &refServer{}
+		}
+		close(p.c)
+		return p
+	}
+	refFailed := pending(&refFailure{err: errors.New("hello: worker exited"), log: e304})
+	on := &Evaluator{opt: Options{Sandbox: sandbox.ModeBestEffort}}
+	off := &Evaluator{opt: Options{Sandbox: sandbox.ModeOff}}
+	msg, ok := on.sandboxStopsCUDA("cuda:0", "runtime_error: "+e304, refFailed)
+	if !ok || !strings.Contains(msg, "in the kernel's process nor in the reference's") || !strings.Contains(msg, "sandbox: off") {
+		t.Errorf("both failed: %v %q", ok, msg)
+	}
+	for name, c := range map[string]struct {
+		e      *Evaluator
+		device string
+		cand   string
+		ref    *pendingRef
+	}{
+		"reference started":   {on, "cuda:0", e304, pending(nil)},
+		"cpu":                 {on, "cpu", e304, refFailed},
+		"another failure":     {on, "cuda:0", "error: expected ';' before '}'", refFailed},
+		"reference otherwise": {on, "cuda:0", e304, pending(errors.New("hello: ModuleNotFoundError: no module named torch"))},
+		"sandbox off":         {off, "cuda:0", e304, refFailed},
+	} {
+		if msg, ok := c.e.sandboxStopsCUDA(c.device, c.cand, c.ref); ok {
+			t.Errorf("%s: blamed on the sandbox: %q", name, msg)
+		}
 	}
 }

@@ -121,6 +121,10 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	if !compiled.OK {
 		res.Verdict, res.ErrorClass, res.Phase = Fail, compiled.ErrorClass, "compile"
 		res.Message, res.Traceback, res.Log = compiled.Message, compiled.Traceback, compiled.Log
+		if msg, ok := e.sandboxStopsCUDA(device, compiled.Message+"\n"+compiled.Log, ref); ok {
+			res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, msg
+			return res
+		}
 		switch compiled.ErrorClass {
 		case ClassHarness:
 			res.Verdict = VerdictError
