@@ -99,11 +99,16 @@ func (a *app) tasksShowCmd() *cobra.Command {
 		Short: "Show a task's metadata and its source at a size",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg, err := a.registryMaybeStore()
+			st, reg, err := a.readWithRegistry()
 			if err != nil {
 				return err
 			}
+			defer st.Close()
 			t, err := reg.Get(args[0])
+			if err != nil {
+				return err
+			}
+			vals, err := st.Validations(t.ID)
 			if err != nil {
 				return err
 			}
@@ -115,7 +120,7 @@ func (a *app) tasksShowCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(a.out, map[string]any{"id": t.ID, "origin": t.Origin, "path": t.Path, "meta": t.Meta, "sizes": t.Sizes(), "size": size, "source": src, "hash": t.Hash})
+				return printJSON(a.out, map[string]any{"id": t.ID, "origin": t.Origin, "path": t.Path, "meta": t.Meta, "sizes": t.Sizes(), "size": size, "source": src, "hash": t.Hash, "validations": vals})
 			}
 			fmt.Fprintf(a.out, "%s — %s (level %d, %s)\n", t.ID, t.Title(), t.Meta.Level, t.Origin)
 			if len(t.Meta.Tags) > 0 {
@@ -131,6 +136,12 @@ func (a *app) tasksShowCmd() *cobra.Command {
 			}
 			if t.Meta.Notes != "" {
 				fmt.Fprintf(a.out, "notes:         %s\n", t.Meta.Notes)
+			}
+			for _, v := range vals {
+				fmt.Fprintf(a.out, "validated:     %s\n", validationLine(t, v))
+			}
+			if len(vals) == 0 {
+				fmt.Fprintf(a.out, "validated:     never (kbplatform tasks validate %s); every evaluation probes the reference under %s itself\n", t.ID, strings.Join(contract.SignProbes, ", "))
 			}
 			fmt.Fprintf(a.out, "source:        %s\n\n%s", t.Path, src)
 			return nil
@@ -264,6 +275,7 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 			}
 			guard := a.guardMemory(device, cts)
 			var reports []*contract.Validation
+			ran := map[*contract.Validation]bool{}
 			var failed, refused, notRun int
 			w := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			if !asJSON {
@@ -293,6 +305,7 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 						rep.Errors = []string{"target: " + err.Error()}
 					default:
 						rep = got
+						ran[rep] = true
 					}
 				}
 				if status == "" {
@@ -310,6 +323,9 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 					notes := strings.Join(append(append(append([]string{}, rep.Errors...), probeNotes(rep.Probes)...), rep.Warnings...), "; ")
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, ct.Size, status, rep.Output, notes)
 				}
+			}
+			if err := a.storeValidations(list, cts, reports, ran); err != nil {
+				return err
 			}
 			if asJSON {
 				if err := printJSON(a.out, reports); err != nil {
@@ -335,6 +351,53 @@ func (a *app) tasksValidateCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	addContractFlags(cmd)
 	return cmd
+}
+
+// storeValidations keeps each validation that ran with its task (`tasks show` prints them).
+// Only those the target ran are kept: a task refused for memory, one stopped before it ran and a
+// target that failed say nothing about the task.
+func (a *app) storeValidations(list []*registry.Task, cts []sdk.Task, reports []*contract.Validation, ran map[*contract.Validation]bool) error {
+	byID := map[string]int{}
+	for i, t := range list {
+		byID[t.ID] = i
+	}
+	var recs []store.ValidationRecord
+	now := time.Now().UTC()
+	for _, r := range reports {
+		i, ok := byID[r.TaskID]
+		if !ok || !ran[r] {
+			continue
+		}
+		recs = append(recs, store.ValidationRecord{TaskID: r.TaskID, TaskHash: cts[i].Hash, Size: r.Size, Device: r.Device, ValidatedAt: now, Validation: *r})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	st, err := a.openStore()
+	if err != nil {
+		return fmt.Errorf("the validations ran but could not be kept: %w", err)
+	}
+	defer st.Close()
+	for _, rec := range recs {
+		if err := st.PutValidation(rec); err != nil {
+			return fmt.Errorf("the validations ran but could not be kept: %w", err)
+		}
+	}
+	return nil
+}
+
+// validationLine says what a stored validation found: where, when, the verdict and the probed
+// distributions, and whether the task changed since.
+func validationLine(t *registry.Task, v store.ValidationRecord) string {
+	status := "ok"
+	if !v.Validation.OK {
+		status = "FAIL: " + strings.Join(v.Validation.Errors, "; ")
+	}
+	parts := append([]string{fmt.Sprintf("%s, size %s, %s: %s", v.Device, v.Size, v.ValidatedAt.Format("2006-01-02 15:04"), status)}, probeNotes(v.Validation.Probes)...)
+	if ct, err := t.Contract(v.Size); err == nil && ct.Hash != v.TaskHash {
+		parts = append(parts, "the task changed since: validate it again")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // probeNotes says which probed distributions a task's evaluations add a trial under, and why the
