@@ -159,7 +159,10 @@ func (r *evalRun) candFail(phase string, err error) {
 	if cls == ClassReference {
 		cls = untrustedTaskClaim(phase) // the reference loaded the same task (taskblame.go)
 	}
-	cls, msg = untrustedHarnessClaim(cls, msg, phase)
+	if r.evidence {
+		// A baseline (evidence off) runs the task's own model: no kernel code ran in the process.
+		cls, msg = untrustedHarnessClaim(cls, msg, phase)
+	}
 	if r.ctx.Err() != nil {
 		cls, msg = ClassTimeout, fmt.Sprintf("the evaluation ran past its time limit during %s; the process group was killed", phase)
 	}
