@@ -98,16 +98,16 @@ func (e *Evaluator) compile(ctx context.Context, t Task, k Kernel, device string
 	}
 	dir, err := privateDir(e.opt.WorkDir, "compile-")
 	if err != nil {
-		return fail(ClassHarness, err.Error(), "", "")
+		return fail(ClassHarness, e.noRoom(err).Error(), "", "")
 	}
 	defer os.RemoveAll(dir)
 	taskPath, err := e.writeTask(t)
 	if err != nil {
-		return fail(ClassHarness, err.Error(), "", "")
+		return fail(ClassHarness, e.noRoom(err).Error(), "", "")
 	}
 	kpath := filepath.Join(dir, "candidate.py")
 	if err := os.WriteFile(kpath, []byte(k.Source), 0o600); err != nil {
-		return fail(ClassHarness, err.Error(), "", "")
+		return fail(ClassHarness, e.noRoom(err).Error(), "", "")
 	}
 	p, settings, err := e.spawn("candidate", device, dir, e.buildDir(k, device))
 	if err != nil {
@@ -118,9 +118,19 @@ func (e *Evaluator) compile(ctx context.Context, t Task, k Kernel, device string
 		return fail(classOf(err), err.Error(), "", p.log.String())
 	}
 	build := false
+	staged := dirBytes(dir) // the harness's files; what the kernel's import adds is its own
 	rep, err := call(ctx, p, e.opt.Config.CompileTimeout, loadRequest{TaskPath: taskPath, KernelPath: kpath, Build: &build})
 	if err != nil {
 		cls, msg, tb := describeErr(err)
+		if claimsDiskFull(err, msg, tb) {
+			// A compile writes its temporaries in its folder and its builds under the cache: a
+			// full disk under either is the platform's once the driver confirms it (workroom.go).
+			platform, why := e.judgeCompileFull(dir, e.buildDir(k, device), staged)
+			if platform {
+				return fail(ClassHarness, why+"\n"+msg, tb, p.log.String())
+			}
+			msg = why + ": " + msg
+		}
 		cls, msg = untrustedHarnessClaim(cls, msg, "compile")
 		return fail(cls, msg, tb, p.log.String())
 	}

@@ -24,7 +24,9 @@ type evalRun struct {
 	cand    *proc
 	dumpDir string
 	rng     *mrand.Rand
-	mode    string // how the candidate's module is run: eager, or a torch.compile mode (baselines)
+	dir     string   // the candidate's folder
+	room    workRoom // what the evaluation needs in the work folder (workroom.go)
+	mode    string   // how the candidate's module is run: eager, or a torch.compile mode (baselines)
 	// evidence: profile a correct candidate once more and raise the runtime flags (not for
 	// baselines, whose "candidate" is the task's own Model).
 	evidence bool
@@ -67,6 +69,11 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	}
 	defer giveBack()
 	res.Phases = &Phases{WaitDevice: time.Since(res.StartedAt).Seconds()}
+	if msg := e.checkStartRoom(); msg != "" {
+		res.Verdict, res.ErrorClass, res.Phase, res.Message = VerdictError, ClassHarness, "start", msg
+		res.FinishedAt = time.Now().UTC()
+		return res
+	}
 	start := time.Now()
 	res.StartedAt = start.UTC()
 	defer func() { // before the slot is given back
@@ -109,7 +116,7 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	dir := cand.dir
 	dumpDir := filepath.Join(dir, "out")
 	if err := os.Mkdir(dumpDir, 0o700); err != nil {
-		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, err.Error()
+		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, e.noRoom(err).Error()
 		return res
 	}
 
@@ -138,7 +145,7 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 	// The kernel's builds, made by its compile in its own build folder, are copied into the
 	// evaluation's folder, the only one its process may use (confine.go).
 	if err := stageBuilds(filepath.Join(e.buildDir(k, device), "ext"), cand.settings.ExtCache); err != nil {
-		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, "staging the kernel's builds: "+err.Error()
+		res.Verdict, res.ErrorClass, res.Message = VerdictError, ClassHarness, "staging the kernel's builds: "+e.noRoom(err).Error()
 		return res
 	}
 	rng, seed := e.seedSource()
@@ -151,6 +158,19 @@ func (e *Evaluator) run(ctx context.Context, t Task, k Kernel, device string, co
 // candFail records a failure caused by the candidate process.
 func (r *evalRun) candFail(phase string, err error) {
 	cls, msg, tb := describeErr(err)
+	if claimsDiskFull(err, msg, tb) {
+		// A write found no room: the platform's only when the driver's own look at the work
+		// folder confirms it (workroom.go).
+		platform, why := r.e.judgeFull(r.dir, r.room)
+		if platform && r.ctx.Err() == nil {
+			r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message, r.res.Traceback = VerdictError, ClassHarness, phase, why+"\n"+msg, tb
+			return
+		}
+		msg = why + ": " + msg
+		if cls == ClassHarness {
+			cls = untrustedTaskClaim(phase) // the harness's own dump failed: a claim, judged above
+		}
+	}
 	if cls == ClassResource {
 		// The candidate's own allocations ran the device out of memory: the task was known to
 		// leave it room, so this is the kernel's doing.
@@ -182,6 +202,13 @@ func (r *evalRun) refFail(phase string, err error) {
 	if cls != ClassResource {
 		cls = ClassReference
 	}
+	if claimsDiskFull(err, msg, tb) {
+		// The reference runs no kernel code: its word that a write found no room is believed.
+		free, _ := workFreeBytes(r.e.opt.WorkDir)
+		cls = ClassHarness
+		msg = fmt.Sprintf("the reference process found no room to write (the work folder %s has %s free); no verdict about the kernel: %s\n%s",
+			r.e.opt.WorkDir, mib(free), folderAdvice(r.e.opt.WorkDir, workSetting), msg)
+	}
 	r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message, r.res.Traceback = VerdictError, cls, phase, msg, tb
 	r.res.Log = r.ref.p.log.String()
 	r.ref.p.kill()
@@ -200,15 +227,18 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, refere
 	e, cfg := r.e, r.e.opt.Config
 	taskPath, err := e.writeTask(r.task)
 	if err != nil {
-		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
+		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, e.noRoom(err).Error()
 		return
 	}
 	kpath := filepath.Join(dir, "candidate.py")
 	if err := os.WriteFile(kpath, []byte(k.Source), 0o600); err != nil {
-		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, err.Error()
+		r.res.Verdict, r.res.ErrorClass, r.res.Message = VerdictError, ClassHarness, e.noRoom(err).Error()
 		return
 	}
-	r.cand = cand.p
+	r.cand, r.dir = cand.p, dir
+	// What the harness put in the folder before any kernel code runs: the kernel's file, its
+	// staged builds, the process's own start. The rest is the kernel's.
+	r.room.staged = dirBytes(dir)
 	var refLog string // the reference's own output explains its failure
 	defer func() {
 		r.memory()
@@ -298,6 +328,15 @@ func (r *evalRun) execute(k Kernel, device, dir string, cand *workerProc, refere
 	}
 	if msg := ref.fits(); msg != "" {
 		r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message = VerdictError, ClassResource, "reference", msg
+		return
+	}
+	// The work folder must hold the task's dumps where tensors travel as files (the CPU, or a
+	// GPU without CUDA IPC); the reference, idle here, measured them once (workroom.go).
+	if r.room.files = device == "cpu" || !cand.settings.IPC; r.room.files {
+		r.room.dumps, r.room.known = e.dumpBytes(r.ctx, ref, r.task, device)
+	}
+	if msg := e.checkRoom(r.room); msg != "" {
+		r.res.Verdict, r.res.ErrorClass, r.res.Phase, r.res.Message = VerdictError, ClassHarness, "start", msg
 		return
 	}
 	if !serial {

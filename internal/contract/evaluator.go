@@ -83,6 +83,9 @@ type shared struct {
 	// probes are, by task hash and device, what the task's reference did under the probed
 	// distributions (probe.go): found once, by the first evaluation.
 	probes map[string][]sdk.ProbedDistribution
+	// dumps are, by task hash and device, the bytes of one trial's inputs and output, which the
+	// work folder must hold where they travel as files (workroom.go); 0: not known.
+	dumps map[string]int64
 	// workerMu serialises checking (and rewriting) the extracted worker.
 	workerMu sync.Mutex
 	// sandboxNotice says once what the sandbox lacks on this host.
@@ -163,7 +166,7 @@ func New(opt Options) (*Evaluator, error) {
 	if opt.GPUProcesses == nil {
 		opt.GPUProcesses = ListGPUProcesses
 	}
-	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, spareDepths: map[string]int{}, memInfo: footprint.MemInfo, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}, probes: map[string][]sdk.ProbedDistribution{}}}, nil
+	return &Evaluator{opt: opt, script: script, shared: &shared{refs: map[string]*refServer{}, devices: map[string]chan struct{}{}, spares: map[string][]*spare{}, spareDepths: map[string]int{}, memInfo: footprint.MemInfo, compiles: map[string]*compileEntry{}, ipc: map[string]bool{}, probes: map[string][]sdk.ProbedDistribution{}, dumps: map[string]int64{}}}, nil
 }
 
 // With returns an Evaluator with another configuration, progress sink and build recipe that
@@ -288,7 +291,7 @@ func (e *Evaluator) spawn(role, device, dir, build string) (*proc, workerSetting
 	}
 	for _, d := range []string{filepath.Join(dir, "tmp"), settings.ExtCache} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, settings, fmt.Errorf("%w: %v", ErrHarness, err)
+			return nil, settings, fmt.Errorf("%w: %v", ErrHarness, e.noRoom(err))
 		}
 	}
 	if err := e.verifyWorker(); err != nil {

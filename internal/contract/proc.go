@@ -38,6 +38,9 @@ type workerError struct {
 	Type      string `json:"type"`
 	Message   string `json:"message"`
 	Traceback string `json:"traceback"`
+	// Errno names the full disk behind the failure (ENOSPC, EDQUOT), when there was one: a claim
+	// the driver checks before it believes it (workroom.go).
+	Errno string `json:"errno,omitempty"`
 }
 
 func (e *workerError) Error() string { return e.Class + ": " + e.Message }

@@ -385,6 +385,23 @@ type inputsRepeatReply struct {
 func (inputsRepeatRequest) op() string              { return "inputs_repeat" }
 func (inputsRepeatRequest) reply(inputsRepeatReply) {}
 
+// ---- io_bytes: reference. The bytes of the task's inputs and of its output for (Seed, Dist):
+// what a trial's dumps hold where tensors travel as files (workroom.go).
+
+type ioBytesRequest struct {
+	Seed int    `json:"seed"`
+	Dist string `json:"dist"`
+}
+
+type ioBytesReply struct {
+	replyStatus
+	InputsBytes int64 `json:"inputs_bytes"`
+	OutputBytes int64 `json:"output_bytes"`
+}
+
+func (ioBytesRequest) op() string         { return "io_bytes" }
+func (ioBytesRequest) reply(ioBytesReply) {}
+
 // ---- validate: reference. Runs the task's reference on every distribution and reports whether
 // it is usable (validate.go).
 

@@ -31,7 +31,7 @@ func opOf[R any](req request[R]) opType {
 var goOps = []opType{
 	opOf(helloRequest{}), opOf(prepareRequest{}), opOf(loadRequest{}), opOf(trialRequest{}),
 	opOf(profileRequest{}), opOf(timedRequest{}), opOf(dumpLastRequest{}), opOf(memoryRequest{}),
-	opOf(guardRequest{}), opOf(compareRequest{}), opOf(sensitivityRequest{}), opOf(probeRequest{}), opOf(inputsRepeatRequest{}), opOf(validateRequest{}), opOf(gcRequest{}),
+	opOf(guardRequest{}), opOf(compareRequest{}), opOf(sensitivityRequest{}), opOf(probeRequest{}), opOf(inputsRepeatRequest{}), opOf(ioBytesRequest{}), opOf(validateRequest{}), opOf(gcRequest{}),
 	opOf(exitRequest{}),
 }
 

@@ -126,7 +126,7 @@ func (e *Evaluator) newWorker(role, device string) (*workerProc, error) {
 	}
 	dir, err := privateDir(e.opt.WorkDir, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrHarness, err)
+		return nil, fmt.Errorf("%w: %v", ErrHarness, e.noRoom(err))
 	}
 	p, settings, err := e.spawn(role, device, dir, "")
 	if err != nil {

@@ -17,7 +17,7 @@ from . import (channel, compare, errors, extcache, fingerprint, guard, harness, 
 OWN_MODULES = (channel, compare, errors, extcache, fingerprint, guard, harness, inputs, precision, profile, protocol,
                tensorfile, transport)
 _perf_counter = time.perf_counter  # captured before any candidate code runs
-PROTOCOL = 5  # 5: the inputs_repeat op; 4: the profile op and the compare op's precision field
+PROTOCOL = 6  # 6: the io_bytes op; 5: the inputs_repeat op; 4: the profile op and the compare op's precision field
 
 
 def _apply_settings(settings):
@@ -205,6 +205,11 @@ class Worker:
 
     def op_inputs_repeat(self, cmd, seq):
         return {"ok": True, "differ": self.session.inputs_repeat(int(cmd["seed"]), cmd["dist"])}
+
+    def op_io_bytes(self, cmd, seq):
+        res = self.session.io_bytes(int(cmd["seed"]), cmd["dist"])
+        res["ok"] = True
+        return res
 
     def op_validate(self, cmd, seq):
         rep = self.session.validate(cmd["distributions"], [int(s) for s in cmd["seeds"]], cmd.get("tolerance"))

@@ -1,5 +1,6 @@
 """Mapping exceptions to the contract's error classes."""
 
+import errno
 import re
 import traceback
 
@@ -79,14 +80,34 @@ def useful_message(exc):
     return "%s: %s" % (type(exc).__name__, text)
 
 
+# A write that found no room: the driver judges whose fault that is (a full work folder is the
+# platform's; a kernel that filled its own folder, or only says so, is not).
+DISK_FULL = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT"}
+
+
+def disk_full(exc):
+    """The errno name of the full disk behind exc (it, or what it was raised from), or None."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+            return DISK_FULL[exc.errno]
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
 def describe(exc, phase):
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     if len(tb) > 4 * MAX_MESSAGE:
         tb = tb[-4 * MAX_MESSAGE:]
-    return {
+    body = {
         "class": classify(exc, phase),
         "phase": phase,
         "type": type(exc).__name__,
         "message": useful_message(exc),
         "traceback": tb,
     }
+    full = disk_full(exc)
+    if full:
+        body["errno"] = full
+    return body

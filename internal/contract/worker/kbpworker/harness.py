@@ -601,6 +601,20 @@ class Session:
         n = max(len(first), len(second))
         return [i for i in range(n) if i >= len(first) or i >= len(second) or first[i] != second[i]]
 
+    def io_bytes(self, seed, dist):
+        """The bytes of the task's inputs and of its reference output for (seed, dist): what a
+        trial's dumps hold where tensors travel as files. Measured here, in the trusted process,
+        so that the driver can size the work folder an evaluation needs, and judge a candidate's
+        report that the folder is full, without taking the candidate's word for either."""
+        # Not through reference(): its outputs are samples of the sensitivity check, which this
+        # call's are not.
+        self._release()
+        self._ref_cache = []
+        args = inputs.make_inputs(self.task, seed, dist, self.device)
+        nin = _tensor_bytes(compare.flatten(list(args))[1])
+        nout = _tensor_bytes(compare.flatten(self._call(args))[1])
+        return {"inputs_bytes": nin, "output_bytes": nout}
+
     def _input_digests(self, seed, dist):
         _, leaves = compare.flatten(list(inputs.make_inputs(self.task, seed, dist, self.device)))
         return [compare.digest(t) if _isinstance(t, _Tensor) else repr(t) for t in leaves]
@@ -777,6 +791,10 @@ def load_output(manifest, device):
         else:
             raise HarnessError("malformed output manifest entry")
     return manifest["sig"], leaves
+
+
+def _tensor_bytes(leaves):
+    return sum(int(t.numel()) * t.element_size() for t in leaves if _isinstance(t, _Tensor))
 
 
 def error_reply(exc, phase):

@@ -61,6 +61,9 @@ OPS = {
     # Reference: make the task's inputs for (seed, dist) twice; the positions that differ (a task
     # whose get_inputs is not a function of its seed).
     "inputs_repeat": Op(("seed", "dist"), (), ("differ",)),
+    # Reference: the bytes of the task's inputs and of its output for (seed, dist), which a trial
+    # dumps as files where tensors do not travel by CUDA IPC (the work folder's room).
+    "io_bytes": Op(("seed", "dist"), (), ("inputs_bytes", "output_bytes")),
     # Reference: run the task's reference on every distribution and report whether it is usable.
     "validate": Op(("distributions", "seeds"), ("tolerance",), ("distributions", "warnings", "sensitivity")),
     # Either role: collect garbage and give cached device memory back.

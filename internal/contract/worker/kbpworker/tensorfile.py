@@ -53,6 +53,7 @@ def write(path, t):
     if os.path.exists(binpath):
         os.unlink(binpath)
     if t.numel() > 0:
+        _allocate(binpath, t.numel() * t.element_size())
         dst = torch.from_file(binpath, shared=True, size=t.numel(), dtype=t.dtype)
         dst.copy_(t.detach().reshape(-1))
         del dst
@@ -61,6 +62,22 @@ def write(path, t):
     with open(path + ".json", "w") as f:
         json.dump(meta, f)
     return meta
+
+
+def _allocate(binpath, nbytes):
+    """Give the payload file its blocks before it is mapped. torch.from_file extends a file
+    without allocating it, and a write into a mapped page the disk has no room for is not an
+    error but SIGBUS (the process dies as if the kernel had crashed). Allocated first, a full
+    disk is an OSError (ENOSPC) here, which the driver can judge (a full work folder is the
+    platform's, not the kernel's)."""
+    fd = os.open(binpath, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, nbytes)
+    except OSError as e:
+        os.close(fd)
+        os.unlink(binpath)  # give back what was allocated: the driver measures the folder's room
+        raise OSError(e.errno, e.strerror, binpath) from None
+    os.close(fd)
 
 
 def read_meta(path):

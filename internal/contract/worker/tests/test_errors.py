@@ -25,3 +25,26 @@ def test_triton_build_failures_at_first_launch_are_compile_errors():
     assert errors.classify(triton_error("CompilationError", "triton.compiler.errors"), "call") == "compile_error"
     # Not Triton's: a runtime error that merely mentions resources stays one.
     assert errors.classify(triton_error("OutOfResources", "mykernel"), "call") == "runtime_error"
+
+
+def test_a_write_that_found_no_room_is_named_for_the_driver_to_judge():
+    import errno as errno_
+
+    def raised(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001
+            return e
+
+    def chained():
+        try:
+            raise OSError(errno_.ENOSPC, "No space left on device", "/w/out.0.bin")
+        except OSError as e:
+            raise RuntimeError("dump failed") from e
+
+    full = errors.describe(raised(chained), "call")
+    assert full["errno"] == "ENOSPC" and full["class"] == "runtime_error"
+    quota = errors.describe(OSError(errno_.EDQUOT, "Disk quota exceeded"), "call")
+    assert quota["errno"] == "EDQUOT"
+    other = errors.describe(OSError(errno_.EACCES, "Permission denied"), "call")
+    assert "errno" not in other

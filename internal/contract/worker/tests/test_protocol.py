@@ -152,6 +152,8 @@ def test_replies_carry_only_the_fields_the_table_lists(tmp_path):
     run(ref, ref_rec, "hello", settings=settings)
     run(ref, ref_rec, "load", task_path=str(task), init_seed=1, mode="eager")
     run(ref, ref_rec, "validate", distributions=["default"], seeds=[11, 12])
+    io = run(ref, ref_rec, "io_bytes", seed=3, dist="default")
+    assert io["inputs_bytes"] > 0 and io["output_bytes"] > 0
     run(ref, ref_rec, "timed", seed=0, dist="default", noop=True)
     run(ref, ref_rec, "timed", seed=4, dist="default", noop=False)
     run(cand, cand_rec, "prepare")
