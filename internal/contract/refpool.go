@@ -201,7 +201,7 @@ type workerOp struct {
 
 // accountedOps are the operations a worker accounts for (the worker leaves out hello, memory, gc
 // and exit: the accounting's own, or before there is anything to account to).
-var accountedOps = []string{"prepare", "load", "trial", "timed", "profile", "dump_last", "guard", "compare", "sensitivity", "probe", "inputs_repeat", "validate"}
+var accountedOps = []string{"prepare", "load", "trial", "timed", "profile", "dump_last", "guard", "compare", "sensitivity", "probe", "inputs_repeat", "io_bytes", "validate"}
 
 // phaseOps turns a worker's account into the record's form. Only operations of the protocol with
 // sane numbers are kept: the candidate's account comes from a process that ran untrusted code,
