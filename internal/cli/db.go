@@ -120,7 +120,11 @@ func (a *app) dbRestoreCmd() *cobra.Command {
 				return err
 			}
 			defer f.Close()
-			rep, err := store.Restore(a.cfg.DB, f, force)
+			size := int64(-1)
+			if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+				size = st.Size()
+			}
+			rep, err := store.Restore(a.cfg.DB, f, size, force)
 			if rep.SavedTo != "" {
 				fmt.Fprintf(a.out, "the %d records %s held were backed up to %s\n", rep.Replaced, a.cfg.DB, rep.SavedTo)
 			}

@@ -86,8 +86,13 @@ type RestoreReport struct {
 // through another process, while it writes, would mix two databases). Into a database that holds
 // records it refuses, unless force: then those records are first backed up to a file beside the
 // folder, which the report names, and replaced by the backup's. Nothing is lost without a word.
-func Restore(dir string, r io.Reader, force bool) (RestoreReport, error) {
+// size is the backup's size in bytes (-1 when not known): a disk without room for what the
+// restore writes is refused before anything is written (restorespace.go).
+func Restore(dir string, r io.Reader, size int64, force bool) (RestoreReport, error) {
 	var rep RestoreReport
+	if err := checkRestoreSpace(dir, size, force); err != nil {
+		return rep, err
+	}
 	b, err := openBadger(dir)
 	if errors.Is(err, errHeld) {
 		who := "another kbplatform process"
