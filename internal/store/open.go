@@ -11,6 +11,9 @@ type Options struct {
 	// Wait is how long to keep trying when another process holds the database but does not
 	// answer on its socket yet (starting) or any more (finishing). Zero: 15 s.
 	Wait time.Duration
+	// ReaderWait is how long a command that writes waits while only read-only commands hold the
+	// database (readers.go): they hold it for as long as they run, and will let go. Zero: 10 min.
+	ReaderWait time.Duration
 	// Notice, when set, is told once when this process goes through another's socket.
 	Notice func(string)
 	// ReadOnly opens the database for a command that only reads: Badger's ReadOnly mode (or the
@@ -29,6 +32,9 @@ func OpenWith(dir string, opt Options) (*Store, error) {
 	if opt.Wait == 0 {
 		opt.Wait = 15 * time.Second
 	}
+	if opt.ReaderWait == 0 {
+		opt.ReaderWait = 10 * time.Minute
+	}
 	s := &Store{dir: dir, opt: opt}
 	if err := s.connect(); err != nil {
 		return nil, err
@@ -39,8 +45,10 @@ func OpenWith(dir string, opt Options) (*Store, error) {
 // connect holds the database, or goes through its holder; it waits while neither is possible
 // (a holder starting up or shutting down).
 func (s *Store) connect() error {
-	deadline := time.Now().Add(s.opt.Wait)
+	start := time.Now()
+	deadline := start.Add(s.opt.Wait)
 	delay := 20 * time.Millisecond
+	toldReaders := false
 	for {
 		if s.opt.ReadOnly {
 			k, err := openBadgerReadOnly(s.dir, s.opt.Notice)
@@ -70,7 +78,22 @@ func (s *Store) connect() error {
 			}
 			return nil
 		}
+		readers := !s.opt.ReadOnly && readersOnly(s.dir)
+		if !readers && toldReaders { // the readers left, and a holder took the database
+			toldReaders, deadline = false, time.Now().Add(s.opt.Wait)
+		}
+		if readers && !toldReaders {
+			toldReaders = true
+			deadline = start.Add(max(s.opt.Wait, s.opt.ReaderWait))
+			if s.opt.Notice != nil {
+				s.opt.Notice(fmt.Sprintf("%s has the database %s open; waiting for it to finish (up to %s)", readersHolding(s.dir), s.dir, max(s.opt.Wait, s.opt.ReaderWait)))
+			}
+		}
 		if time.Now().After(deadline) {
+			if readers {
+				return fmt.Errorf("%w (%s): %s holds it, and this command waited %s for it; that command only reads and will finish: run this command again then, or use another --db",
+					ErrLocked, s.dir, readersHolding(s.dir), time.Since(start).Round(time.Second))
+			}
 			return fmt.Errorf("%w (%s): its holder does not answer on its socket (%v); wait for it to finish or use another --db",
 				ErrLocked, s.dir, rerr)
 		}
