@@ -168,7 +168,7 @@ func (r *evalRun) candFail(phase string, err error) {
 		}
 		msg = why + ": " + msg
 		if cls == ClassHarness {
-			cls = untrustedTaskClaim(phase) // the harness's own dump failed: a claim, judged above
+			cls = untrustedTaskClaim(phase) // a harness_error from this process is a claim too
 		}
 	}
 	if cls == ClassResource {
