@@ -304,7 +304,7 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.String("plugin-lock", "", "plugin lock file (default: the user data dir's plugins.lock)")
 	pf.String("log-level", "", "plugin log level: error, warn, info, debug, trace")
 	root.AddCommand(a.versionCmd(), a.configCmd(), a.tasksCmd(), a.evalCmd(), a.baselineCmd(), a.resultsCmd(),
-		a.pluginsCmd(), a.pluginCmd(), a.studyCmd(), a.targetCmd(), a.workerCmd(), a.sandboxCmd(), a.dbCmd())
+		a.pluginsCmd(), a.pluginCmd(), a.studyCmd(), a.targetCmd(), a.workerCmd(), a.sandboxCmd(), a.dbCmd(), a.campaignCmd())
 	return root
 }
 
