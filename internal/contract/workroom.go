@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kbplatform/kbplatform/internal/diskuse"
 )
 
 // An evaluation writes into its folder under the work folder (work_dir, often /dev/shm, a tmpfs
@@ -45,29 +46,9 @@ func workFreeBytes(dir string) (int64, error) {
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
-// dirBytes is the disk space the regular files under dir take (their allocated blocks, so that
-// a sparse file counts for what it holds), without following links.
-func dirBytes(dir string) int64 {
-	var n int64
-	seen := 0
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if seen++; seen > maxWalk {
-			return filepath.SkipAll
-		}
-		if err != nil || !d.Type().IsRegular() {
-			return nil
-		}
-		if info, err := d.Info(); err == nil {
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				n += st.Blocks * 512
-			} else {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}
+// dirBytes is the disk space the regular files under dir take (diskuse.Of), reading at most
+// maxWalk entries.
+func dirBytes(dir string) int64 { return diskuse.Of(dir, maxWalk) }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 

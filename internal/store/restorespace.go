@@ -2,10 +2,10 @@ package store
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/kbplatform/kbplatform/internal/diskuse"
 )
 
 // restoreFactor is how many times a backup's size a restore may write: Badger writes every
@@ -30,7 +30,7 @@ func checkRestoreSpace(dir string, size int64, force bool) error {
 	need := restoreFactor*size + diskReserve
 	what := fmt.Sprintf("%d times the backup's %s, and the %s kbplatform keeps free for the database's own flushes", restoreFactor, mib(size), mib(diskReserve))
 	if force {
-		held := folderBytes(dir)
+		held := diskuse.Of(dir, 0)
 		need += held
 		what += fmt.Sprintf(", and %s for the backup of the records it replaces", mib(held))
 	}
@@ -54,23 +54,4 @@ func existingParent(dir string) string {
 		}
 		dir = up
 	}
-}
-
-// folderBytes is the disk space the regular files under dir take.
-func folderBytes(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil
-		}
-		if info, err := d.Info(); err == nil {
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				n += st.Blocks * 512
-			} else {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }
