@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,11 +14,8 @@ import (
 	"github.com/kbplatform/kbplatform/internal/contract"
 	"github.com/kbplatform/kbplatform/internal/faults"
 	"github.com/kbplatform/kbplatform/internal/pipeline"
-	"github.com/kbplatform/kbplatform/internal/plugins"
-	"github.com/kbplatform/kbplatform/internal/record"
 	"github.com/kbplatform/kbplatform/internal/registry"
 	"github.com/kbplatform/kbplatform/internal/store"
-	"github.com/kbplatform/kbplatform/internal/study"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
@@ -144,7 +139,21 @@ func (a *app) runFaultCampaign(all []kernels.Entry, keep func(faults.Class) bool
 			return err
 		}
 	}
-	results, interrupted, err := a.evaluateJobs(st, pm, target, hw, jobs, len(origins))
+	results := map[string]*sdk.Result{} // by kernel hash
+	controlCount, n := len(origins), 0
+	_, interrupted, err := a.runJobs(st, pm, target, hw, jobs, jobRun{
+		backend: func(j pipeline.Job) string { return j.Label },
+		started: func(run int) {
+			n = run
+			a.progress("fault campaign: %d honest kernel(s) and %d mutant(s) on %s; results go to %s", controlCount, len(jobs)-controlCount, jobs[0].Device, st.Dir())
+		},
+		stored: func(o *pipeline.Outcome, ev *store.Evaluation) {
+			results[ev.Result.Kernel.Hash] = ev.Result
+			if o != nil {
+				a.progress("[%d/%d] %s: %s", o.Index+1, n, o.Job.Kernel.Name, shortVerdict(ev.Result))
+			}
+		},
+	})
 	if err != nil {
 		return err
 	}
@@ -220,59 +229,6 @@ func campaignTask(t *registry.Task, size, device string) (sdk.Task, error) {
 		return c.Contract(faults.SizeName)
 	}
 	return t.Contract(t.PickSize(size, device))
-}
-
-// evaluateJobs runs jobs as eval does (static checks, then the pipeline, each result stored
-// through the record path) and returns the results by kernel hash and how many were interrupted.
-func (a *app) evaluateJobs(st *store.Store, pm *plugins.Manager, target *plugins.Instance, hw *sdk.Hardware, jobs []pipeline.Job, controls int) (map[string]*sdk.Result, int, error) {
-	rec := a.recorder(st, target)
-	scr := a.newScreener(pm)
-	results := map[string]*sdk.Result{}
-	var run []pipeline.Job
-	var runIssues [][]sdk.Issue
-	recipes := map[string]*sdk.BuildRecipe{}
-	for _, j := range jobs {
-		issues := scr.check(j.Label, j.Task, j.Kernel)
-		if study.Rejection(issues) == "" {
-			run, runIssues = append(run, j), append(runIssues, issues)
-			if r := scr.recipe(j.Label, j.Kernel, hw); r != nil {
-				recipes[j.Kernel.Hash] = r
-			}
-			continue
-		}
-		res := study.Rejected(j.Task, j.Kernel, j.Device, issues)
-		if _, err := rec.Record(a.ctx, record.Attempt{Task: j.Task, Kernel: j.Kernel, Device: j.Device, Config: a.cfg.Contract, Result: res, Issues: issues}); err != nil {
-			return nil, 0, fmt.Errorf("storing results: %w", err)
-		}
-		results[j.Kernel.Hash] = res
-	}
-	a.progress("fault campaign: %d honest kernel(s) and %d mutant(s) on %s; results go to %s", controls, len(jobs)-controls, jobs[0].Device, st.Dir())
-	ev := pipeline.Target{Target: target.Target(), Config: a.cfg.Contract, Progress: a.progressSince(time.Now())}
-	runner := &pipeline.Runner{Eval: recipeTarget{ev, recipes}, CompileWorkers: a.cfg.CompileWorkers}
-	var storeErr error
-	interrupted := 0
-	runner.Run(a.ctx, run, func(o pipeline.Outcome) {
-		if o.Result != nil {
-			study.ApplyFlags(o.Result, runIssues[o.Index])
-		}
-		ev, err := rec.Record(a.ctx, record.Attempt{Task: o.Job.Task, Kernel: o.Job.Kernel, Device: o.Job.Device, Config: a.cfg.Contract,
-			Result: o.Result, Issues: runIssues[o.Index]})
-		if errors.Is(err, record.ErrInterrupted) {
-			interrupted++
-			return
-		}
-		if err != nil && storeErr == nil {
-			storeErr = err
-		}
-		if ev != nil {
-			results[o.Job.Kernel.Hash] = ev.Result
-			a.progress("[%d/%d] %s: %s", o.Index+1, len(run), o.Job.Kernel.Name, shortVerdict(ev.Result))
-		}
-	})
-	if storeErr != nil {
-		return nil, 0, fmt.Errorf("storing results: %w", storeErr)
-	}
-	return results, interrupted, nil
 }
 
 // renderCampaign prints the table per language and class, then every mutant that was not

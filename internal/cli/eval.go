@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"github.com/kbplatform/kbplatform/internal/pipeline"
 	"github.com/kbplatform/kbplatform/internal/record"
 	"github.com/kbplatform/kbplatform/internal/store"
-	"github.com/kbplatform/kbplatform/internal/study"
 	"github.com/kbplatform/kbplatform/sdk"
 )
 
@@ -158,92 +156,61 @@ environment failed (the record says which).`,
 					}
 				}
 			}
-			rec := a.recorder(st, target)
-			// Static checks first: a rejected kernel is stored as such and never built; the others
-			// carry their findings and flags into their records.
-			scr := a.newScreener(pm)
 			var stored []*store.Evaluation
 			var failed, noVerdict int
-			var run []pipeline.Job
-			var runIssues [][]sdk.Issue
-			recipes := map[string]*sdk.BuildRecipe{} // by kernel hash: each builds with its backend's recipe
-			for _, j := range jobs {
-				b := backend
-				if b == "" && bundled {
-					b = j.Label
-				}
-				issues := scr.check(b, j.Task, j.Kernel)
-				if study.Rejection(issues) == "" {
-					run, runIssues = append(run, j), append(runIssues, issues)
-					if r := scr.recipe(b, j.Kernel, hw); r != nil {
-						recipes[j.Kernel.Hash] = r
-					}
-					continue
-				}
-				ev, err := rec.Record(a.ctx, record.Attempt{Task: j.Task, Kernel: j.Kernel, Device: j.Device, Config: a.cfg.Contract,
-					Result: study.Rejected(j.Task, j.Kernel, j.Device, issues), Issues: issues})
-				if err != nil {
-					return fmt.Errorf("storing results: %w", err)
-				}
-				stored = append(stored, ev)
-				failed++
-			}
-			jobs = run
-			a.progress("evaluating %d kernel(s) on %s; results go to %s", len(jobs), strings.Join(devices, ", "), st.Dir())
-			ev := pipeline.Target{Target: target.Target(), Config: a.cfg.Contract, Progress: a.progressSince(time.Now())}
-			runner := &pipeline.Runner{Eval: recipeTarget{ev, recipes}, CompileWorkers: a.cfg.CompileWorkers}
-			if len(devices) > 1 {
-				runner.Devices, runner.Models = devices, deviceModels(hw)
-			}
-			var storeErr error
-			interrupted := 0
 			perDevice := map[string]int{}
 			began := time.Now()
-			runner.Run(a.ctx, jobs, func(o pipeline.Outcome) {
-				perDevice[o.Job.Device]++
-				if o.Result != nil {
-					study.ApplyFlags(o.Result, runIssues[o.Index])
-				}
-				ev, err := rec.Record(a.ctx, record.Attempt{Task: o.Job.Task, Kernel: o.Job.Kernel, Device: o.Job.Device, Config: a.cfg.Contract,
-					Result: o.Result, Issues: runIssues[o.Index]})
-				if errors.Is(err, record.ErrInterrupted) {
-					interrupted++ // says nothing about the kernel: not stored
-					return
-				}
-				if err != nil && storeErr == nil {
-					storeErr = err
-				}
-				stored = append(stored, ev)
-				switch ev.Blame {
-				case "":
-				case record.BlameKernel:
-					failed++
-				default:
-					noVerdict++
-				}
-				if !asJSON && len(jobs) > 1 {
-					on := ""
-					if len(devices) > 1 {
-						on = " on " + o.Job.Device
+			n := 0
+			_, interrupted, storeErr := a.runJobs(st, pm, target, hw, jobs, jobRun{
+				backend: func(j pipeline.Job) string {
+					if backend == "" && bundled {
+						return j.Label
 					}
-					a.progress("[%d/%d] %s %s%s: %s", o.Index+1, len(jobs), o.Job.Task.ID, o.Job.Kernel.Name, on, shortVerdict(ev.Result))
-				}
+					return backend
+				},
+				devices: devices, models: deviceModels(hw),
+				started: func(run int) {
+					n = run
+					a.progress("evaluating %d kernel(s) on %s; results go to %s", run, strings.Join(devices, ", "), st.Dir())
+				},
+				stored: func(o *pipeline.Outcome, ev *store.Evaluation) {
+					stored = append(stored, ev)
+					if o == nil { // rejected by the static checks
+						failed++
+						return
+					}
+					perDevice[o.Job.Device]++
+					switch ev.Blame {
+					case "":
+					case record.BlameKernel:
+						failed++
+					default:
+						noVerdict++
+					}
+					if !asJSON && n > 1 {
+						on := ""
+						if len(devices) > 1 {
+							on = " on " + o.Job.Device
+						}
+						a.progress("[%d/%d] %s %s%s: %s", o.Index+1, n, o.Job.Task.ID, o.Job.Kernel.Name, on, shortVerdict(ev.Result))
+					}
+				},
 			})
-			if len(devices) > 1 && len(jobs) > 0 {
+			if len(devices) > 1 && n > 0 {
 				// What the lead's scaling check reads: the throughput and how the work was spread.
 				var parts []string
 				for _, d := range devices {
 					parts = append(parts, fmt.Sprintf("%s %d", d, perDevice[d]))
 				}
 				el := time.Since(began)
-				a.progress("%d evaluations in %.0fs on %d devices (%.0f an hour): %s", len(jobs), el.Seconds(), len(devices),
-					float64(len(jobs))/el.Hours(), strings.Join(parts, ", "))
+				a.progress("%d evaluations in %.0fs on %d devices (%.0f an hour): %s", n, el.Seconds(), len(devices),
+					float64(n)/el.Hours(), strings.Join(parts, ", "))
 			}
 			if storeErr != nil {
-				return fmt.Errorf("storing results: %w", storeErr)
+				return storeErr
 			}
 			if interrupted > 0 {
-				fmt.Fprintf(a.errOut, "interrupted: %d of %d evaluations did not finish and were not stored\n", interrupted, len(jobs))
+				fmt.Fprintf(a.errOut, "interrupted: %d of %d evaluations did not finish and were not stored\n", interrupted, n)
 			}
 			switch {
 			case len(stored) == 0:
