@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -63,7 +62,7 @@ func Check(dir string) (*Health, error) {
 		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.Mode().IsRegular() {
 			h.Bytes += fi.Size()
 		}
-		if id, err := strconv.ParseUint(strings.TrimSuffix(n, ".sst"), 10, 64); err == nil && strings.HasSuffix(n, ".sst") {
+		if id, ok := tableID(n); ok {
 			tables = append(tables, id)
 		}
 	}

@@ -65,7 +65,7 @@ func checkTables(dir string, shared bool) (held bool, err error) {
 	for _, n := range names {
 		switch {
 		case strings.HasSuffix(n, ".sst"):
-			if id, err := strconv.ParseUint(strings.TrimSuffix(n, ".sst"), 10, 64); err == nil {
+			if id, ok := tableID(n); ok {
 				tables = append(tables, id)
 			}
 			data = true
@@ -176,4 +176,14 @@ func verifyTable(path string, c options.CompressionType, full bool) (err error) 
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// tableID is the number in a Badger table file's name ("000042.sst"); ok is false for any other
+// file.
+func tableID(name string) (uint64, bool) {
+	if !strings.HasSuffix(name, ".sst") {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(strings.TrimSuffix(name, ".sst"), 10, 64)
+	return id, err == nil
 }
